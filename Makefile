@@ -1,0 +1,34 @@
+# Every target creates or updates the local virtual environment first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TORCH_VERSION ?= 2.13.0
+
+.PHONY: install test demo lint format bench
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# The CPU build of torch first: a bare torch requirement would pull a multi-GB CUDA build.
+	# "+cpu" matches only the CPU build (a local wheel, or PyTorch's CPU index as the fallback).
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "torch==$(TORCH_VERSION)+cpu" \
+		|| $(PY) -m pip install -q "torch==$(TORCH_VERSION)" --index-url https://download.pytorch.org/whl/cpu
+	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile -q
+
+demo: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m sb3_ablation demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check . && $(VENV)/bin/ruff check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
+
+bench: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) benchmarks/throughput.py

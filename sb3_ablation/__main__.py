@@ -1,0 +1,5 @@
+import sys
+
+from sb3_ablation.cli import main
+
+sys.exit(main())

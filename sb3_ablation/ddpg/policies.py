@@ -1,0 +1,232 @@
+"""Policies of DDPG: a deterministic actor, a critic, and their target copies."""
+
+from typing import Any
+
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.policies import BasePolicy, ContinuousCritic
+from stable_baselines3.common.preprocessing import get_action_dim
+from stable_baselines3.common.torch_layers import (
+    BaseFeaturesExtractor,
+    CombinedExtractor,
+    FlattenExtractor,
+    NatureCNN,
+    create_mlp,
+    get_actor_critic_arch,
+)
+from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
+from torch import nn
+
+
+class Actor(BasePolicy):
+    """
+    Deterministic actor ``mu(s)``: a tanh-squashed MLP on top of a features extractor.
+
+    :param observation_space: Observation space
+    :param action_space: Action space
+    :param net_arch: Network architecture
+    :param features_extractor: Network to extract features (a CNN for images, ``nn.Flatten()`` otherwise)
+    :param features_dim: Number of features
+    :param activation_fn: Activation function
+    :param normalize_images: Whether to normalize images or not, dividing by 255.0
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Box,
+        net_arch: list[int],
+        features_extractor: nn.Module,
+        features_dim: int,
+        activation_fn: type[nn.Module] = nn.ReLU,
+        normalize_images: bool = True,
+    ):
+        super().__init__(
+            observation_space,
+            action_space,
+            features_extractor=features_extractor,
+            normalize_images=normalize_images,
+            squash_output=True,
+        )
+        self.net_arch = net_arch
+        self.features_dim = features_dim
+        self.activation_fn = activation_fn
+        action_dim = get_action_dim(self.action_space)
+        self.mu = nn.Sequential(*create_mlp(features_dim, action_dim, net_arch, activation_fn, squash_output=True))
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(
+            dict(
+                net_arch=self.net_arch,
+                features_dim=self.features_dim,
+                activation_fn=self.activation_fn,
+                features_extractor=self.features_extractor,
+            )
+        )
+        return data
+
+    def forward(self, obs: th.Tensor) -> th.Tensor:
+        return self.mu(self.extract_features(obs, self.features_extractor))
+
+    def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
+        # A deterministic actor ignores `deterministic`: exploration noise is added by the algorithm
+        return self(observation)
+
+
+class DDPGPolicy(BasePolicy):
+    """
+    Actor, critic(s) and their target copies, as in DDPG (Lillicrap et al., 2016).
+
+    The networks are built in the order actor, target actor, critic, target critic, so that a seed gives the same
+    initial weights as SB3's TD3/DDPG policies.
+
+    :param observation_space: Observation space
+    :param action_space: Action space
+    :param lr_schedule: Learning rate schedule (could be constant)
+    :param net_arch: The specification of the policy and value networks ([400, 300] by default, [256, 256] for images)
+    :param activation_fn: Activation function
+    :param features_extractor_class: Features extractor to use.
+    :param features_extractor_kwargs: Keyword arguments to pass to the features extractor.
+    :param normalize_images: Whether to normalize images or not, dividing by 255.0
+    :param optimizer_class: The optimizer to use, ``th.optim.Adam`` by default
+    :param optimizer_kwargs: Additional keyword arguments, excluding the learning rate, to pass to the optimizer.
+        Adam runs its multi-tensor (``foreach``) implementation unless told otherwise: the same arithmetic, fewer kernels.
+    :param n_critics: Number of critic networks (one for DDPG)
+    :param share_features_extractor: Whether the actor and the critic share the features extractor
+    """
+
+    actor: Actor
+    actor_target: Actor | None
+    critic: ContinuousCritic
+    critic_target: ContinuousCritic | None
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Box,
+        lr_schedule: Schedule,
+        net_arch: list[int] | dict[str, list[int]] | None = None,
+        activation_fn: type[nn.Module] = nn.ReLU,
+        features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor,
+        features_extractor_kwargs: dict[str, Any] | None = None,
+        normalize_images: bool = True,
+        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
+        optimizer_kwargs: dict[str, Any] | None = None,
+        n_critics: int = 1,
+        share_features_extractor: bool = False,
+    ):
+        optimizer_kwargs = dict(optimizer_kwargs or {})
+        if optimizer_class is th.optim.Adam and not optimizer_kwargs.get("fused"):
+            optimizer_kwargs.setdefault("foreach", True)
+        super().__init__(
+            observation_space,
+            action_space,
+            features_extractor_class,
+            features_extractor_kwargs,
+            optimizer_class=optimizer_class,
+            optimizer_kwargs=optimizer_kwargs,
+            squash_output=True,
+            normalize_images=normalize_images,
+        )
+        if net_arch is None:
+            net_arch = [256, 256] if features_extractor_class == NatureCNN else [400, 300]
+        actor_arch, critic_arch = get_actor_critic_arch(net_arch)
+        self.net_arch = net_arch
+        self.activation_fn = activation_fn
+        self.n_critics = n_critics
+        self.share_features_extractor = share_features_extractor
+        self.actor_kwargs = {
+            "observation_space": self.observation_space,
+            "action_space": self.action_space,
+            "net_arch": actor_arch,
+            "activation_fn": activation_fn,
+            "normalize_images": normalize_images,
+        }
+        self.critic_kwargs = {
+            **self.actor_kwargs,
+            "net_arch": critic_arch,
+            "n_critics": n_critics,
+            "share_features_extractor": share_features_extractor,
+        }
+        self._build(lr_schedule)
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        self.actor = self.make_actor()
+        self.actor_target = self.make_actor()
+        self.actor_target.load_state_dict(self.actor.state_dict())
+        self.actor.optimizer = self.optimizer_class(self.actor.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        if self.share_features_extractor:
+            self.critic = self.make_critic(features_extractor=self.actor.features_extractor)
+            # The target critic shares the target actor's extractor, as the online ones do
+            self.critic_target = self.make_critic(features_extractor=self.actor_target.features_extractor)
+        else:
+            self.critic = self.make_critic()
+            self.critic_target = self.make_critic()
+        self.critic_target.load_state_dict(self.critic.state_dict())
+        self.critic.optimizer = self.optimizer_class(self.critic.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        # Target networks are never trained: always in evaluation mode (batch norm, dropout)
+        self.actor_target.set_training_mode(False)
+        self.critic_target.set_training_mode(False)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(
+            dict(
+                net_arch=self.net_arch,
+                activation_fn=self.activation_fn,
+                n_critics=self.n_critics,
+                lr_schedule=self._dummy_schedule,  # not needed to load the policy alone
+                optimizer_class=self.optimizer_class,
+                optimizer_kwargs=self.optimizer_kwargs,
+                features_extractor_class=self.features_extractor_class,
+                features_extractor_kwargs=self.features_extractor_kwargs,
+                share_features_extractor=self.share_features_extractor,
+            )
+        )
+        return data
+
+    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> BasePolicy:
+        actor_kwargs = self._update_features_extractor(self.actor_kwargs, features_extractor)
+        return Actor(**actor_kwargs).to(self.device)
+
+    def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> ContinuousCritic:
+        critic_kwargs = self._update_features_extractor(self.critic_kwargs, features_extractor)
+        return ContinuousCritic(**critic_kwargs).to(self.device)
+
+    def forward(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
+        return self._predict(observation, deterministic=deterministic)
+
+    def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
+        return self.actor._predict(observation, deterministic=deterministic)
+
+    def set_training_mode(self, mode: bool) -> None:
+        """
+        Put the online networks in training or evaluation mode (batch norm, dropout).
+
+        :param mode: if true, set to training mode, else set to evaluation mode
+        """
+        self.actor.set_training_mode(mode)
+        self.critic.set_training_mode(mode)
+        self.training = mode
+
+
+MlpPolicy = DDPGPolicy
+
+
+class CnnPolicy(DDPGPolicy):
+    """
+    DDPG policy for image observations (NatureCNN features extractor). Parameters as :class:`DDPGPolicy`.
+    """
+
+    def __init__(self, *args: Any, features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN, **kwargs: Any):
+        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
+
+
+class MultiInputPolicy(DDPGPolicy):
+    """
+    DDPG policy for Dict observations (CombinedExtractor). Parameters as :class:`DDPGPolicy`.
+    """
+
+    def __init__(self, *args: Any, features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor, **kwargs: Any):
+        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)

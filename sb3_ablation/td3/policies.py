@@ -1,0 +1,184 @@
+"""Policies of AblatableTD3: DDPG's policy with a choice of actor, of critic count, and of target copies."""
+
+from typing import Any
+
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.distributions import SquashedDiagGaussianDistribution
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.preprocessing import get_action_dim
+from stable_baselines3.common.torch_layers import (
+    BaseFeaturesExtractor,
+    CombinedExtractor,
+    FlattenExtractor,
+    NatureCNN,
+    create_mlp,
+)
+from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
+from torch import nn
+
+from sb3_ablation.ddpg.policies import Actor, DDPGPolicy
+
+# Bounds of the log standard deviation of the Gaussian actor, as in SB3's SAC
+LOG_STD_MIN, LOG_STD_MAX = -20, 2
+
+
+class GaussianActor(BasePolicy):
+    """
+    Stochastic actor: a tanh-squashed diagonal Gaussian whose mean and log-std depend on the state.
+
+    ``forward`` draws a reparameterized sample (gradients flow through it); ``_predict(deterministic=True)``
+    returns the squashed mean.
+
+    :param observation_space: Observation space
+    :param action_space: Action space
+    :param net_arch: Network architecture (shared by mean and log-std)
+    :param features_extractor: Network to extract features (a CNN for images, ``nn.Flatten()`` otherwise)
+    :param features_dim: Number of features
+    :param activation_fn: Activation function
+    :param normalize_images: Whether to normalize images or not, dividing by 255.0
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Box,
+        net_arch: list[int],
+        features_extractor: nn.Module,
+        features_dim: int,
+        activation_fn: type[nn.Module] = nn.ReLU,
+        normalize_images: bool = True,
+    ):
+        super().__init__(
+            observation_space,
+            action_space,
+            features_extractor=features_extractor,
+            normalize_images=normalize_images,
+            squash_output=True,
+        )
+        self.net_arch = net_arch
+        self.features_dim = features_dim
+        self.activation_fn = activation_fn
+        action_dim = get_action_dim(self.action_space)
+        self.latent_pi = nn.Sequential(*create_mlp(features_dim, -1, net_arch, activation_fn))
+        last_layer_dim = net_arch[-1] if len(net_arch) > 0 else features_dim
+        self.mu = nn.Linear(last_layer_dim, action_dim)
+        self.log_std = nn.Linear(last_layer_dim, action_dim)
+        self.action_dist = SquashedDiagGaussianDistribution(action_dim)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(
+            dict(
+                net_arch=self.net_arch,
+                features_dim=self.features_dim,
+                activation_fn=self.activation_fn,
+                features_extractor=self.features_extractor,
+            )
+        )
+        return data
+
+    def forward(self, obs: th.Tensor, deterministic: bool = False) -> th.Tensor:
+        latent = self.latent_pi(self.extract_features(obs, self.features_extractor))
+        mean_actions = self.mu(latent)
+        log_std = th.clamp(self.log_std(latent), LOG_STD_MIN, LOG_STD_MAX)
+        return self.action_dist.actions_from_params(mean_actions, log_std, deterministic=deterministic)
+
+    def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
+        return self(observation, deterministic=deterministic)
+
+
+class AblatableTD3Policy(DDPGPolicy):
+    """
+    Actor, critics and (optionally) their target copies for AblatableTD3.
+
+    :param observation_space: Observation space
+    :param action_space: Action space
+    :param lr_schedule: Learning rate schedule (could be constant)
+    :param net_arch: The specification of the policy and value networks ([400, 300] by default, [256, 256] for images)
+    :param activation_fn: Activation function
+    :param features_extractor_class: Features extractor to use.
+    :param features_extractor_kwargs: Keyword arguments to pass to the features extractor.
+    :param normalize_images: Whether to normalize images or not, dividing by 255.0
+    :param optimizer_class: The optimizer to use, ``th.optim.Adam`` by default
+    :param optimizer_kwargs: Additional keyword arguments, excluding the learning rate, to pass to the optimizer
+    :param n_critics: Number of critic networks (two for clipped double Q-learning)
+    :param share_features_extractor: Whether the actor and the critic share the features extractor
+    :param deterministic_actor: A deterministic actor (TD3) or a tanh-squashed Gaussian one
+    :param target_networks: Keep target copies of actor and critic. Without them the copies are still built
+        (and dropped) so that a seed gives the same initial actor and critic whatever the switch.
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Box,
+        lr_schedule: Schedule,
+        net_arch: list[int] | dict[str, list[int]] | None = None,
+        activation_fn: type[nn.Module] = nn.ReLU,
+        features_extractor_class: type[BaseFeaturesExtractor] = FlattenExtractor,
+        features_extractor_kwargs: dict[str, Any] | None = None,
+        normalize_images: bool = True,
+        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
+        optimizer_kwargs: dict[str, Any] | None = None,
+        n_critics: int = 2,
+        share_features_extractor: bool = False,
+        deterministic_actor: bool = True,
+        target_networks: bool = True,
+    ):
+        self.deterministic_actor = deterministic_actor
+        self.target_networks = target_networks
+        super().__init__(
+            observation_space,
+            action_space,
+            lr_schedule,
+            net_arch=net_arch,
+            activation_fn=activation_fn,
+            features_extractor_class=features_extractor_class,
+            features_extractor_kwargs=features_extractor_kwargs,
+            normalize_images=normalize_images,
+            optimizer_class=optimizer_class,
+            optimizer_kwargs=optimizer_kwargs,
+            n_critics=n_critics,
+            share_features_extractor=share_features_extractor,
+        )
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        super()._build(lr_schedule)
+        # Component 3, target networks: without them, targets are computed by the online networks
+        if not self.target_networks:
+            self.actor_target = None
+            self.critic_target = None
+
+    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> BasePolicy:
+        # Component 1, deterministic policy: a deterministic actor explored with action noise,
+        # or a stochastic (Gaussian) actor that explores by sampling itself
+        actor_class = Actor if self.deterministic_actor else GaussianActor
+        actor_kwargs = self._update_features_extractor(self.actor_kwargs, features_extractor)
+        return actor_class(**actor_kwargs).to(self.device)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(dict(deterministic_actor=self.deterministic_actor, target_networks=self.target_networks))
+        return data
+
+
+MlpPolicy = AblatableTD3Policy
+
+
+class CnnPolicy(AblatableTD3Policy):
+    """
+    AblatableTD3 policy for image observations (NatureCNN features extractor). Parameters as :class:`AblatableTD3Policy`.
+    """
+
+    def __init__(self, *args: Any, features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN, **kwargs: Any):
+        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
+
+
+class MultiInputPolicy(AblatableTD3Policy):
+    """
+    AblatableTD3 policy for Dict observations (CombinedExtractor). Parameters as :class:`AblatableTD3Policy`.
+    """
+
+    def __init__(self, *args: Any, features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor, **kwargs: Any):
+        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
