@@ -2,7 +2,6 @@
 
 import difflib
 import inspect
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,8 +42,3 @@ def check_keyword_arguments(cls: type, kwargs: dict[str, Any], highlighted: Sequ
         hint = f"; did you mean {close[0]!r}?" if close else "."
         listed = f" The switches are: {', '.join(highlighted)}." if highlighted else ""
         raise TypeError(f"{cls.__name__} got an unknown keyword argument {name!r}{hint}{listed}")
-
-
-def warn_ignored(name: str, value: Any, component: str) -> None:
-    """Warn that a hyperparameter belonging to a switched-off component is ignored."""
-    warnings.warn(f"{name}={value!r} is ignored because {component}=False", UserWarning, stacklevel=4)

@@ -109,7 +109,7 @@ class DDPG(OffPolicyAlgorithm):
             replay_buffer_kwargs=replay_buffer_kwargs,
             optimize_memory_usage=optimize_memory_usage,
             n_steps=n_steps,
-            policy_kwargs=policy_kwargs,
+            policy_kwargs=dict(policy_kwargs or {}),  # a copy: the switches add to it
             stats_window_size=stats_window_size,
             tensorboard_log=tensorboard_log,
             verbose=verbose,
@@ -119,7 +119,7 @@ class DDPG(OffPolicyAlgorithm):
             supported_action_spaces=None,  # checked below, with a clearer message than SB3's assertion
             support_multi_env=True,
         )
-        if self.action_space is not None and not isinstance(self.action_space, spaces.Box):
+        if getattr(self, "action_space", None) is not None and not isinstance(self.action_space, spaces.Box):
             raise ValueError(
                 f"{type(self).__name__} needs a continuous action space (gymnasium.spaces.Box), "
                 f"but the environment's action space is {self.action_space}"

@@ -1,6 +1,7 @@
 """TD3 with each of its components behind a keyword switch."""
 
 import inspect
+import warnings
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -10,7 +11,6 @@ from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
-from sb3_ablation.common.utils import warn_ignored
 from sb3_ablation.ddpg.ddpg import DDPG
 from sb3_ablation.td3.policies import AblatableTD3Policy, CnnPolicy, MlpPolicy, MultiInputPolicy
 
@@ -168,29 +168,31 @@ class AblatableTD3(DDPG):
     def _apply_switches(self) -> None:
         """Set the hyperparameters each switched-off component implies, warning about those it makes unused."""
         defaults = {name: p.default for name, p in inspect.signature(AblatableTD3.__init__).parameters.items()}
+        defaults["n_critics"] = 1
 
-        def ignore(name: str, component: str) -> None:
-            if getattr(self, name) != defaults[name]:
-                warn_ignored(name, getattr(self, name), component)
+        def ignore(name: str, value: Any, component: str, imposed: Any = None) -> None:
+            if value != defaults[name] and value != imposed:
+                # stacklevel 4: the line of user code that built the model
+                warnings.warn(f"{name}={value!r} is ignored because {component}=False", UserWarning, stacklevel=4)
 
         if not self.deterministic_policy:
-            ignore("action_noise", "deterministic_policy")
+            ignore("action_noise", self.action_noise, "deterministic_policy")
             self.action_noise = None  # the Gaussian actor explores by sampling itself
         if not self.switches["replay_buffer"]:
-            for name in ("buffer_size", "batch_size", "optimize_memory_usage"):
-                ignore(name, "replay_buffer")
+            ignore("buffer_size", self.buffer_size, "replay_buffer", imposed=self.n_envs)
+            ignore("batch_size", self.batch_size, "replay_buffer", imposed=1)
+            ignore("optimize_memory_usage", self.optimize_memory_usage, "replay_buffer")
             # One transition per env: every update learns from the newest transition alone
             self.buffer_size, self.batch_size, self.optimize_memory_usage = self.n_envs, 1, False
         if not self.target_networks:
-            ignore("tau", "target_networks")
+            ignore("tau", self.tau, "target_networks")
         if not self.target_policy_smoothing:
-            ignore("target_policy_noise", "target_policy_smoothing")
-            ignore("target_noise_clip", "target_policy_smoothing")
+            ignore("target_policy_noise", self.target_policy_noise, "target_policy_smoothing")
+            ignore("target_noise_clip", self.target_noise_clip, "target_policy_smoothing")
         if not self.delayed_policy_update:
-            ignore("policy_delay", "delayed_policy_update")
+            ignore("policy_delay", self.policy_delay, "delayed_policy_update")
         if not self.clipped_double_q:
-            if self.policy_kwargs.get("n_critics", 1) != 1:
-                warn_ignored("n_critics", self.policy_kwargs["n_critics"], "clipped_double_q")
+            ignore("n_critics", self.policy_kwargs.get("n_critics", 1), "clipped_double_q")
             self.policy_kwargs["n_critics"] = 1
         self.policy_kwargs["deterministic_actor"] = self.deterministic_policy
         self.policy_kwargs["target_networks"] = self.target_networks

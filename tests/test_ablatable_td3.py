@@ -1,0 +1,158 @@
+"""Behaviour of the switches, policies, spaces, save/load and bad input (short runs, small nets)."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import FakeImageEnv
+from stable_baselines3.common.noise import NormalActionNoise
+
+from sb3_ablation import DDPG, SWITCHES, AblatableTD3
+from sb3_ablation.td3.policies import GaussianActor
+
+SMALL = dict(learning_starts=50, batch_size=16, buffer_size=1_000, policy_kwargs=dict(net_arch=[16, 16]), seed=0)
+ALL_OFF = {name: False for name in SWITCHES}
+
+
+class DictObsPendulum(gym.ObservationWrapper):
+    """Pendulum with its observation split into a Dict of two Boxes."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.observation_space = spaces.Dict(
+            {
+                "angle": spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32),
+                "velocity": spaces.Box(-8.0, 8.0, shape=(1,), dtype=np.float32),
+            }
+        )
+
+    def observation(self, observation: np.ndarray) -> dict[str, np.ndarray]:
+        return {"angle": observation[:2], "velocity": observation[2:]}
+
+
+def test_every_switch_off_at_once_trains():
+    model = AblatableTD3("MlpPolicy", "Pendulum-v1", **ALL_OFF, **{**SMALL, "batch_size": 1, "buffer_size": 1})
+    before = [p.clone() for p in model.actor.parameters()]
+    model.learn(150)
+    assert model.switches == ALL_OFF
+    assert isinstance(model.actor, GaussianActor)
+    assert model.actor_target is None and model.critic_target is None
+    assert model.critic.n_critics == 1
+    assert model.replay_buffer.buffer_size == 1
+    assert model._n_updates == 100
+    assert not any(th.equal(b, p) for b, p in zip(before, model.actor.parameters(), strict=True))
+
+
+def test_switches_are_attributes_saved_and_loaded(tmp_path):
+    model = AblatableTD3("MlpPolicy", "Pendulum-v1", clipped_double_q=False, target_networks=False, **SMALL)
+    assert model.clipped_double_q is False and model.target_networks is False and model.delayed_policy_update is True
+    model.learn(80)
+    model.save(tmp_path / "model")
+    loaded = AblatableTD3.load(tmp_path / "model")
+    assert loaded.switches == model.switches
+    assert loaded.clipped_double_q is False and loaded.target_networks is False
+    assert loaded.critic.n_critics == 1 and loaded.actor_target is None
+    for ours, theirs in zip(model.policy.parameters(), loaded.policy.parameters(), strict=True):
+        assert th.equal(ours, theirs)
+    obs = np.zeros((3,), dtype=np.float32)
+    assert np.array_equal(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
+
+
+def test_delayed_policy_update_sets_actor_update_rate():
+    delayed = AblatableTD3("MlpPolicy", "Pendulum-v1", policy_delay=3, **SMALL)
+    every_step = AblatableTD3("MlpPolicy", "Pendulum-v1", delayed_policy_update=False, **SMALL)
+    for model in (delayed, every_step):
+        model.learn(50 + 30)
+    # The actor's Adam counts its own steps
+    actor_steps = [next(iter(m.actor.optimizer.state.values()))["step"].item() for m in (delayed, every_step)]
+    assert actor_steps == [10, 30]
+
+
+def test_stochastic_actor_bounds_gradients_and_determinism():
+    with pytest.warns(UserWarning, match="action_noise"):
+        model = AblatableTD3(
+            "MlpPolicy",
+            "Pendulum-v1",
+            deterministic_policy=False,
+            action_noise=NormalActionNoise(np.zeros(1), np.ones(1)),
+            **SMALL,
+        )
+    assert model.action_noise is None
+    obs = th.as_tensor(np.random.default_rng(0).uniform(-1, 1, size=(64, 3)), dtype=th.float32)
+    sampled = model.actor(obs)
+    assert sampled.shape == (64, 1) and bool((sampled.abs() <= 1).all())
+    assert not th.equal(sampled, model.actor(obs)), "sampling twice gives the same actions"
+    # The actor loss reaches every actor parameter through the reparameterized sample
+    model._update_actor(obs)
+    assert all(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in model.actor.parameters())
+    single = obs[0].numpy()
+    first = model.predict(single, deterministic=True)[0]
+    assert np.array_equal(first, model.predict(single, deterministic=True)[0])
+    assert model.action_space.contains(first)
+    assert not np.array_equal(first, model.predict(single, deterministic=False)[0])
+
+
+def test_vec_env_with_several_envs():
+    env = make_vec_env("Pendulum-v1", n_envs=3, seed=0)
+    model = AblatableTD3("MlpPolicy", env, **SMALL).learn(120)
+    assert model.n_envs == 3 and model.num_timesteps == 120
+    no_replay = AblatableTD3("MlpPolicy", env, replay_buffer=False, **{**SMALL, "buffer_size": 3, "batch_size": 1})
+    no_replay.learn(90)
+    assert no_replay.replay_buffer.buffer_size == 1 and no_replay.replay_buffer.n_envs == 3
+
+
+@pytest.mark.parametrize("algo_class", [AblatableTD3, DDPG])
+def test_dict_observations(algo_class):
+    env = DictObsPendulum(gym.make("Pendulum-v1"))
+    model = algo_class("MultiInputPolicy", env, **SMALL)
+    critic_before = [p.clone() for p in model.critic.parameters()]
+    model.learn(70)
+    assert model._n_updates == 20
+    assert not th.equal(critic_before[0], next(model.critic.parameters()))
+
+
+def test_image_observations():
+    env = FakeImageEnv(screen_height=40, screen_width=40, n_channels=1, discrete=False)
+    model = AblatableTD3(
+        "CnnPolicy",
+        env,
+        **{**SMALL, "buffer_size": 200, "policy_kwargs": dict(features_extractor_kwargs=dict(features_dim=16))},
+    )
+    model.learn(60)
+    assert model._n_updates == 10
+    assert model.predict(env.observation_space.sample(), deterministic=True)[0].shape == env.action_space.shape
+
+
+def test_ignored_hyperparameters_warn():
+    with pytest.warns(UserWarning, match="policy_delay=3 is ignored because delayed_policy_update=False"):
+        AblatableTD3("MlpPolicy", "Pendulum-v1", delayed_policy_update=False, policy_delay=3)
+    with pytest.warns(UserWarning, match="target_policy_noise=0.3 is ignored"):
+        AblatableTD3("MlpPolicy", "Pendulum-v1", target_policy_smoothing=False, target_policy_noise=0.3)
+    with pytest.warns(UserWarning, match="n_critics=3 is ignored"):
+        AblatableTD3("MlpPolicy", "Pendulum-v1", clipped_double_q=False, policy_kwargs=dict(n_critics=3))
+
+
+@pytest.mark.parametrize("env_id, space_name", [("CartPole-v1", "Discrete"), ("MultiDiscreteEnv", "MultiDiscrete")])
+@pytest.mark.parametrize("algo_class", [AblatableTD3, DDPG])
+def test_discrete_action_space_is_refused(algo_class, env_id, space_name):
+    if env_id == "MultiDiscreteEnv":
+        from stable_baselines3.common.envs import IdentityEnvMultiDiscrete
+
+        env = IdentityEnvMultiDiscrete(dim=2)
+    else:
+        env = gym.make(env_id)
+    with pytest.raises(ValueError, match=rf"needs a continuous action space \(gymnasium.spaces.Box\).*{space_name}"):
+        algo_class("MlpPolicy", env)
+
+
+def test_misspelt_switch_names_the_closest():
+    with pytest.raises(TypeError, match="unknown keyword argument 'clipped_dobule_q'; did you mean 'clipped_double_q'"):
+        AblatableTD3("MlpPolicy", "Pendulum-v1", clipped_dobule_q=False)
+
+
+@pytest.mark.parametrize("value", ["False", 0, None])
+def test_non_bool_switch_is_refused(value):
+    with pytest.raises(TypeError, match=f"switch target_networks must be True or False, got {value!r}"):
+        AblatableTD3("MlpPolicy", "Pendulum-v1", target_networks=value)
