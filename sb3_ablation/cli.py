@@ -7,6 +7,8 @@ import sys
 COMMANDS = {
     "train": ("sb3_ablation.zoo.train", "main", "train (or tune with -optimize) an agent, rl-zoo style"),
     "enjoy": ("sb3_ablation.zoo.enjoy", "main", "run a trained agent, rl-zoo style"),
+    "record-video": ("sb3_ablation.zoo.record_video", "main", "record a video of a trained agent, rl-zoo style"),
+    "export": ("sb3_ablation.zoo.export", "main", "export an Optuna study's best trial as a zoo YAML entry"),
     "study": ("sb3_ablation.study.cli", "study_main", "run an ablation study (variants x envs x seeds)"),
     "report": ("sb3_ablation.study.cli", "report_main", "write the statistical report of a study folder"),
     "demo": ("sb3_ablation.study.cli", "demo_main", "a small leave-one-out study on Pendulum-v1 plus its report"),

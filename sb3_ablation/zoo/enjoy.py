@@ -1,0 +1,96 @@
+"""``sb3-ablation enjoy`` / ``python -m sb3_ablation.enjoy``: rl_zoo3's ``enjoy`` with our algorithms registered.
+
+All of rl_zoo3's ``enjoy`` flags work (``--algo``, ``--env``, ``-f``, ``--exp-id``, ``-n``, ``--no-render``,
+``--load-best``, ``--load-checkpoint``, ``--deterministic``, ...). A model that cannot be found, an unknown algorithm
+or environment end with one ``error:`` line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import io
+import sys
+
+PROG = "sb3-ablation enjoy"
+
+
+def _peek_parser() -> argparse.ArgumentParser:
+    """The rl_zoo3 ``enjoy`` / ``record_video`` options read here to find the model first (same defaults)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--algo", default="ppo")
+    parser.add_argument("--env", default="CartPole-v1")
+    parser.add_argument("-f", "--folder", default="rl-trained-agents")
+    parser.add_argument("--exp-id", type=int, default=0)
+    parser.add_argument("--load-best", action="store_true")
+    parser.add_argument("--load-checkpoint", type=int, default=None)
+    parser.add_argument("--load-last-checkpoint", action="store_true")
+    parser.add_argument("--gym-packages", nargs="+", default=[])
+    parser.add_argument("--env-kwargs", nargs="+", default=None)
+    return parser
+
+
+def check_model(argv: list[str]) -> None:
+    """
+    Find the model ``enjoy`` / ``record_video`` would load, with rl_zoo3's own lookup.
+
+    :raise ZooConfigError: unknown algorithm or environment, bad ``--env-kwargs``, or no model where it should be
+    """
+    from huggingface_sb3 import EnvironmentName
+    from rl_zoo3.utils import get_model_path
+
+    from sb3_ablation.zoo.hyperparams import ZooConfigError, check_algo, check_env_id
+    from sb3_ablation.zoo.train import parse_key_values
+
+    peek, _ = _peek_parser().parse_known_args(argv)
+    for module in peek.gym_packages:
+        importlib.import_module(module)
+    check_algo(peek.algo)
+    check_env_id(peek.env)
+    parse_key_values("--env-kwargs", peek.env_kwargs)
+    if "rl-trained-agents" in peek.folder:
+        return  # rl_zoo3 downloads missing pretrained agents from the Hugging Face hub there
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            get_model_path(
+                peek.exp_id,
+                peek.folder,
+                peek.algo,
+                EnvironmentName(peek.env),
+                peek.load_best,
+                peek.load_checkpoint,
+                peek.load_last_checkpoint,
+            )
+    except (AssertionError, ValueError) as error:
+        raise ZooConfigError(f"no trained {peek.algo} model for {peek.env} in {peek.folder}: {error}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """
+    :param argv: rl_zoo3 ``enjoy`` arguments; ``sys.argv[1:]`` by default
+    :return: exit status (0: done, 2: bad input)
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    import rl_zoo3.enjoy
+
+    from sb3_ablation.zoo.hyperparams import ZooConfigError
+    from sb3_ablation.zoo.registry import register
+    from sb3_ablation.zoo.train import patched
+
+    try:
+        register()
+        if not ("-h" in argv or "--help" in argv):
+            check_model(argv)
+        with patched(sys, "argv", [PROG, *argv]):
+            rl_zoo3.enjoy.enjoy()
+    except ZooConfigError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    except SystemExit as error:  # argparse errors (already printed) and --help
+        return error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

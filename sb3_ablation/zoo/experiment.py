@@ -1,0 +1,104 @@
+"""rl_zoo3's ExperimentManager with the few hooks this package needs; everything else is rl_zoo3's own code."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import warnings
+from typing import Any
+
+import optuna
+from rl_zoo3.exp_manager import ExperimentManager
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+
+from sb3_ablation.zoo.export import ZOO_ENTRY_ATTR, optuna_storage, to_zoo_entry
+from sb3_ablation.zoo.hyperparams import (
+    ALGOS,
+    ZooConfigError,
+    check_hyperparams,
+    default_config_file,
+    drop_null_noise,
+    entry_name,
+    read_entry,
+)
+
+
+class AblationExperimentManager(ExperimentManager):
+    """
+    rl_zoo3's :class:`~rl_zoo3.exp_manager.ExperimentManager` (same arguments), which additionally:
+
+    - reads ``zoo_configs/<algo>.yml`` for our algorithms when no ``--conf-file`` is given;
+    - checks the hyperparameters against the algorithm before anything is created (unknown key with the closest
+      valid one, wrong value type, each naming the file and entry or ``--hyperparams``);
+    - turns a failure while setting up the experiment into one :class:`ZooConfigError` line and removes the run
+      folder it had created, so no half-written run is left in the log folder;
+    - accepts ``noise_type: null`` (no action noise), as an exported "no noise" trial has it;
+    - saves the untuned zoo entry in the Optuna study, for exporting the best trial as a complete entry later.
+    """
+
+    def __init__(self, args: Any, algo: str, env_id: str, log_folder: str, *positional: Any, **kwargs: Any) -> None:
+        if kwargs.get("config") is None:
+            kwargs["config"] = default_config_file(algo)
+        super().__init__(args, algo, env_id, log_folder, *positional, **kwargs)
+        self.env_id = env_id
+        self.zoo_entry: dict[str, Any] = {}
+        # folders that exist before this run: never removed on failure
+        self._existed_before = {path: os.path.exists(path) for path in (log_folder, self.log_path, self.save_path)}
+
+    @property
+    def config_source(self) -> str:
+        """The config file and entry in use, for messages."""
+        return f"{self.config} [{entry_name(self.config, self.env_id)}]"
+
+    def read_hyperparameters(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        # rl_zoo3 reads (and prints) the entry; errors reading it become one line naming the file
+        read_entry(self.algo, self.env_id, self.custom_hyperparams, self.config)
+        hyperparams, saved_hyperparams = super().read_hyperparameters()
+        if self.algo in ALGOS:
+            check_hyperparams(self.algo, hyperparams, self.config_source, override_keys=self.custom_hyperparams or ())
+        if self.n_timesteps <= 0 and "n_timesteps" not in hyperparams:
+            raise ZooConfigError(f"{self.config_source}: missing hyperparameter 'n_timesteps' (or pass -n)")
+        self.zoo_entry = dict(saved_hyperparams)
+        return hyperparams, saved_hyperparams
+
+    def _preprocess_action_noise(
+        self, hyperparams: dict[str, Any], saved_hyperparams: dict[str, Any], env: VecEnv
+    ) -> dict[str, Any]:
+        return super()._preprocess_action_noise(drop_null_noise(hyperparams), saved_hyperparams, env)
+
+    def setup_experiment(self) -> tuple[BaseAlgorithm, dict[str, Any]] | None:
+        try:
+            return super().setup_experiment()
+        except ZooConfigError:
+            self.remove_run_folder()
+            raise
+        except Exception as error:
+            self.remove_run_folder()
+            if self.verbose >= 2:
+                raise
+            raise ZooConfigError(
+                f"{self.config_source}: could not set up {self.algo} on {self.env_id}: {type(error).__name__}: {error}"
+                " (--verbose 2 shows the traceback)"
+            ) from error
+
+    def remove_run_folder(self) -> None:
+        """Remove the run folder, and the log folders this run created if they are empty."""
+        if not self._existed_before[self.save_path]:
+            shutil.rmtree(self.save_path, ignore_errors=True)
+        for folder in (self.log_path, self.log_folder):
+            if not self._existed_before[folder]:
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)  # only when empty
+
+    def hyperparameters_optimization(self) -> None:
+        if self.storage is not None and self.study_name is not None:
+            study = optuna.create_study(
+                storage=optuna_storage(self.storage), study_name=self.study_name, load_if_exists=True, direction="maximize"
+            )
+            try:
+                study.set_user_attr(ZOO_ENTRY_ATTR, to_zoo_entry(self.zoo_entry))
+            except (TypeError, ValueError):  # a value that is not plain JSON (e.g. a class given via --hyperparams)
+                warnings.warn("the untuned hyperparameters could not be saved in the study; export will read the config")
+        super().hyperparameters_optimization()

@@ -1,0 +1,379 @@
+"""Zoo-format hyperparameters: find, load, check and split them, with rl_zoo3's own preprocessing.
+
+The YAML files follow rl-baselines3-zoo's format (one entry per environment id plus ``default``). Loading and
+preprocessing (schedules, ``policy_kwargs`` strings, action noise, wrappers, normalisation) are delegated to
+:class:`rl_zoo3.exp_manager.ExperimentManager` so a config means exactly what it means to ``rl_zoo3.train``.
+On top of that, :func:`check_hyperparams` rejects keys the algorithm does not take and values of the wrong type
+with one message naming the key, the closest valid key and the file, before anything is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import difflib
+import inspect
+import io
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from types import NoneType
+from typing import Any
+
+import gymnasium as gym
+import rl_zoo3.exp_manager
+import stable_baselines3 as sb3
+import yaml
+from rl_zoo3.exp_manager import ExperimentManager
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.noise import ActionNoise
+
+from sb3_ablation import DDPG, AblatableTD3
+
+#: rl_zoo3 names of the algorithms the zoo integration knows: ours and SB3's own, which keep their meaning.
+ALGOS: dict[str, type[BaseAlgorithm]] = {
+    "ablatable_td3": AblatableTD3,
+    "ddpg_scratch": DDPG,
+    "td3": sb3.TD3,
+    "ddpg": sb3.DDPG,
+}
+#: The algorithms this package adds (their configs are shipped in ``zoo_configs/``).
+OWN_ALGOS = ("ablatable_td3", "ddpg_scratch")
+
+#: rl_zoo3's own keys, consumed by its ExperimentManager before the model is built -> accepted value types.
+ZOO_KEYS: dict[str, tuple[type, ...]] = {
+    "n_timesteps": (int, float),
+    "n_envs": (int,),
+    "normalize": (bool, str, dict),
+    "env_wrapper": (str, list, dict, NoneType),
+    "vec_env_wrapper": (str, list, dict, NoneType),
+    "frame_stack": (int, NoneType),
+    "callback": (str, list, dict, NoneType),
+    "noise_type": (str, NoneType),
+    "noise_std": (int, float),
+    "env_kwargs": (dict, NoneType),
+    "monitor_kwargs": (dict, str),
+}
+#: Constructor arguments whose zoo form is not the type of their default value.
+CONSTRUCTOR_TYPES: dict[str, tuple[type, ...]] = {
+    "policy": (str, type),
+    "learning_rate": (int, float, str),  # str: an rl_zoo3 schedule such as "lin_1e-3"
+    "train_freq": (int, list, tuple),  # e.g. [1, "episode"]
+    "policy_kwargs": (dict, str, NoneType),  # str: Python evaluated by rl_zoo3, e.g. "dict(net_arch=[400, 300])"
+    "replay_buffer_class": (str, type, NoneType),
+    "replay_buffer_kwargs": (dict, str, NoneType),
+    "action_noise": (ActionNoise, NoneType),
+}
+#: Constructor arguments that the command line sets (rl_zoo3 passes them itself), with the flag to use instead.
+COMMAND_LINE_KEYS = {"env": "--env", "seed": "--seed", "verbose": "--verbose", "device": "--device", "tensorboard_log": "-tb"}
+#: What the environment-side keys default to when an entry leaves them out (rl_zoo3's defaults).
+ENV_SETTING_DEFAULTS: dict[str, Any] = {
+    "n_envs": 1,
+    "normalize": False,
+    "normalize_kwargs": {},
+    "env_wrapper": None,
+    "vec_env_wrapper": None,
+    "frame_stack": None,
+    "env_kwargs": {},
+    "monitor_kwargs": {},
+    "callbacks": [],
+}
+
+
+class ZooConfigError(ValueError):
+    """Bad zoo input (algorithm, environment, config file, hyperparameter key or value): shown as one line."""
+
+
+def _type_names(types: tuple[type, ...]) -> str:
+    names = {NoneType: "null", bool: "true/false", int: "an integer", float: "a number", str: "a string"}
+    if int in types and float in types:  # "an integer or a number" reads oddly
+        types = tuple(t for t in types if t is not int)
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+def closest(name: str, candidates: Iterable[str]) -> str:
+    """
+    :param name: a misspelt name
+    :param candidates: the valid names
+    :return: "; did you mean 'x'?" for the closest valid name, or "" when none is close
+    """
+    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean {matches[0]!r}?" if matches else ""
+
+
+def config_dir() -> Path:
+    """
+    :return: the folder holding the shipped zoo configs: ``sb3_ablation/zoo_configs`` inside an installed wheel,
+        ``zoo_configs/`` at the root of a source checkout (or an editable install).
+    """
+    package_dir = Path(__file__).resolve().parent.parent
+    installed = package_dir / "zoo_configs"
+    return installed if installed.is_dir() else package_dir.parent / "zoo_configs"
+
+
+def default_config_file(algo: str) -> str:
+    """
+    :param algo: rl_zoo3 algorithm name
+    :return: the config rl_zoo3 reads for ``algo`` when no ``--conf-file`` is given: ours for our algorithms,
+        rl_zoo3's shipped ``hyperparams/<algo>.yml`` for all others (SB3's ``td3`` and ``ddpg`` included).
+    """
+    if algo in OWN_ALGOS:
+        return str(config_dir() / f"{algo}.yml")
+    zoo_package = Path(rl_zoo3.exp_manager.__file__).parent
+    root = zoo_package if (zoo_package / "hyperparams").is_dir() else zoo_package.parent
+    return str(root / "hyperparams" / f"{algo}.yml")
+
+
+def check_algo(algo: str) -> None:
+    """:raise ZooConfigError: when ``algo`` is not an rl_zoo3 algorithm (ours registered or not)."""
+    from rl_zoo3.utils import ALGOS as ZOO_ALGOS
+
+    known = sorted(set(ZOO_ALGOS) | set(ALGOS))
+    if algo not in known:
+        raise ZooConfigError(f"unknown algorithm {algo!r}{closest(algo, known)} (expected one of {', '.join(known)})")
+
+
+def check_env_id(env_id: str) -> None:
+    """:raise ZooConfigError: when ``env_id`` is not registered with Gymnasium, naming the closest registered id."""
+    import rl_zoo3.import_envs  # noqa: F401  (registers rl_zoo3's custom environments)
+
+    if env_id not in gym.envs.registry:
+        raise ZooConfigError(f"unknown environment {env_id!r}{closest(env_id, gym.envs.registry.keys())}")
+
+
+def entry_name(conf_file: str, env_id: str) -> str:
+    """
+    :return: the entry of ``conf_file`` that rl_zoo3 uses for ``env_id`` (the env id itself, or ``default``);
+        for Python configs, ``env_id``
+    """
+    if not conf_file.endswith((".yml", ".yaml")):
+        return env_id
+    with contextlib.suppress(OSError, yaml.YAMLError):
+        entries = yaml.safe_load(Path(conf_file).read_text()) or {}
+        if env_id not in entries and "default" in entries:
+            return "default"
+    return env_id
+
+
+def _evaluate(key: str, text: str, where: str) -> Any:
+    """Evaluate a Python-expression value the way rl_zoo3 does (in its ExperimentManager's namespace)."""
+    try:
+        return eval(text, vars(rl_zoo3.exp_manager))
+    except Exception as error:
+        raise ZooConfigError(f"{where}: {key}: could not evaluate {text!r} ({type(error).__name__}: {error})") from None
+
+
+def check_hyperparams(algo: str, hyperparams: dict[str, Any], source: str, override_keys: Iterable[str] = ()) -> None:
+    """
+    Check a zoo entry against the algorithm's constructor and rl_zoo3's own keys, before anything is built.
+
+    :param algo: one of :data:`ALGOS`
+    :param hyperparams: the zoo entry (overrides applied)
+    :param source: where the entry comes from, for the message (e.g. ``"zoo_configs/ablatable_td3.yml [Pendulum-v1]"``)
+    :param override_keys: keys that came from ``--hyperparams`` (reported as such)
+    :raise ZooConfigError: naming the first bad key, the closest valid key and where it comes from
+    """
+    algo_class = ALGOS[algo]
+    parameters = inspect.signature(algo_class.__init__).parameters
+    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    constructor = {
+        name: p for name, p in parameters.items() if name not in ("self", *COMMAND_LINE_KEYS) and not name.startswith("_")
+    }
+    valid = sorted(set(constructor) | set(ZOO_KEYS))
+    override_keys = set(override_keys)
+
+    for key, value in hyperparams.items():
+        where = "--hyperparams" if key in override_keys else source
+        if key in COMMAND_LINE_KEYS:
+            raise ZooConfigError(
+                f"{where}: {key!r} is set on the command line ({COMMAND_LINE_KEYS[key]}), not as a hyperparameter"
+            )
+        if key in ZOO_KEYS:
+            types = ZOO_KEYS[key]
+        elif key in constructor:
+            default = constructor[key].default
+            if key in CONSTRUCTOR_TYPES:
+                types = CONSTRUCTOR_TYPES[key]
+            elif default is inspect.Parameter.empty or default is None:
+                continue  # no default type to check against
+            elif isinstance(default, bool):
+                types = (bool,)
+            elif isinstance(default, float):
+                types = (int, float)
+            else:
+                types = (type(default),)
+        elif accepts_any:
+            continue
+        else:
+            others = [name for name, other in ALGOS.items() if key in inspect.signature(other.__init__).parameters]
+            hint = f" (it is a hyperparameter of {', '.join(others)})" if others else closest(key, valid)
+            raise ZooConfigError(f"{where}: unknown hyperparameter {key!r} for {algo}{hint}")
+
+        # bool is an int to Python, but true/false for a count (or 0/1 for a switch) is a mistake
+        wrong_bool = isinstance(value, bool) and bool not in types
+        if wrong_bool or not isinstance(value, types):
+            raise ZooConfigError(f"{where}: {key} must be {_type_names(types)}, got {value!r} ({type(value).__name__})")
+        _check_value(key, value, where)
+
+    if "policy" in constructor and constructor["policy"].default is inspect.Parameter.empty and "policy" not in hyperparams:
+        raise ZooConfigError(f"{source}: missing hyperparameter 'policy' (e.g. policy: 'MlpPolicy')")
+
+
+def _is_train_freq_pair(value: list | tuple) -> bool:
+    return len(value) == 2 and isinstance(value[0], int) and value[1] in ("step", "episode")
+
+
+def _check_value(key: str, value: Any, where: str) -> None:
+    """The value checks rl_zoo3 itself would only fail on later, with a traceback."""
+    if key in ("policy_kwargs", "replay_buffer_kwargs", "monitor_kwargs", "normalize") and isinstance(value, str):
+        if not isinstance(_evaluate(key, value, where), dict):
+            raise ZooConfigError(f'{where}: {key} must evaluate to a dict, e.g. "dict(net_arch=[400, 300])", got {value!r}')
+    elif key == "learning_rate" and isinstance(value, str):
+        schedule, _, initial = value.partition("_")
+        try:
+            float(initial)
+        except ValueError:
+            raise ZooConfigError(
+                f"{where}: learning_rate must be a number or a schedule like 'lin_1e-3', got {value!r}"
+            ) from None
+        if schedule != "lin":
+            raise ZooConfigError(f"{where}: learning_rate schedule must be 'lin_<initial value>', got {value!r}")
+    elif key == "noise_type" and value is not None and not ("normal" in value or "ornstein-uhlenbeck" in value):
+        raise ZooConfigError(f"{where}: noise_type must be 'normal', 'ornstein-uhlenbeck' or null, got {value!r}")
+    elif key in ("n_timesteps", "n_envs") and value <= 0:
+        raise ZooConfigError(f"{where}: {key} must be positive, got {value!r}")
+    elif key == "train_freq" and isinstance(value, (list, tuple)) and not _is_train_freq_pair(value):
+        raise ZooConfigError(f"{where}: train_freq must be an integer or [n, 'step' | 'episode'], got {value!r}")
+
+
+def _quiet_manager(algo: str, env_id: str, overrides: dict[str, Any] | None, conf_file: str) -> ExperimentManager:
+    """An rl_zoo3 ExperimentManager used only to read and preprocess hyperparameters (it creates no folder)."""
+    return ExperimentManager(
+        argparse.Namespace(),
+        algo,
+        env_id,
+        log_folder=os.devnull,
+        hyperparams=copy.deepcopy(overrides),
+        config=conf_file,
+        verbose=0,
+    )
+
+
+def read_entry(
+    algo: str, env_id: str, overrides: dict[str, Any] | None = None, conf_file: str | None = None
+) -> dict[str, Any]:
+    """
+    Read the zoo entry for ``env_id`` with rl_zoo3's reader, without checking it.
+
+    :raise ZooConfigError: for a missing or unreadable file, or a file with neither ``env_id`` nor ``default``
+    """
+    check_env_id(env_id)
+    conf_file = conf_file or default_config_file(algo)
+    if conf_file.endswith((".yml", ".yaml", ".py")) and not os.path.isfile(conf_file):
+        raise ZooConfigError(f"config file {conf_file} not found")
+    manager = _quiet_manager(algo, env_id, overrides, conf_file)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # rl_zoo3 prints the entry; the caller decides what to show
+            hyperparams, _ = manager.read_hyperparameters()
+    except yaml.YAMLError as error:
+        raise ZooConfigError(f"{conf_file}: not valid YAML ({error})".replace("\n", " ")) from None
+    except ValueError as error:  # "Hyperparameters not found for ..."
+        raise ZooConfigError(f"{conf_file}: no entry for {env_id} and no 'default' entry ({error})") from None
+    except (OSError, ImportError, KeyError, AttributeError) as error:
+        raise ZooConfigError(f"{conf_file}: could not read hyperparameters ({type(error).__name__}: {error})") from None
+    if not isinstance(hyperparams, dict):
+        raise ZooConfigError(f"{conf_file} [{entry_name(conf_file, env_id)}]: expected a mapping of hyperparameters")
+    return dict(hyperparams)
+
+
+def load_hyperparams(
+    algo: str, env_id: str, overrides: dict[str, Any] | None = None, conf_file: str | None = None
+) -> dict[str, Any]:
+    """
+    The zoo-format hyperparameters of ``algo`` on ``env_id``, checked.
+
+    :param algo: ``ablatable_td3``, ``ddpg_scratch``, or SB3's ``td3`` / ``ddpg`` (then rl_zoo3's YAML is read)
+    :param env_id: Gymnasium environment id; the file's ``default`` entry is used when it has no entry for it
+    :param overrides: hyperparameters applied on top (already parsed Python values, e.g. ``{"clipped_double_q": False}``)
+    :param conf_file: YAML (or Python) config to read instead of the default one for ``algo``
+    :return: e.g. ``{"n_timesteps": 20000, "policy": "MlpPolicy", "noise_type": "normal", "noise_std": 0.1,
+        "policy_kwargs": "dict(net_arch=[400, 300])", ...}``
+    :raise ZooConfigError: unknown algorithm or environment, unreadable file, unknown key or value of the wrong type
+    """
+    check_algo(algo)
+    if algo not in ALGOS:
+        raise ZooConfigError(f"load_hyperparams supports {', '.join(ALGOS)}, not {algo!r}")
+    conf_file = conf_file or default_config_file(algo)
+    hyperparams = read_entry(algo, env_id, overrides, conf_file)
+    check_hyperparams(algo, hyperparams, f"{conf_file} [{entry_name(conf_file, env_id)}]", override_keys=overrides or ())
+    return hyperparams
+
+
+def _preprocessor() -> ExperimentManager:
+    """
+    An ExperimentManager holding just the state that its ``_preprocess_hyperparams`` and ``_preprocess_action_noise``
+    read and write (no environment id, log folder or command line needed).
+    """
+    manager = ExperimentManager.__new__(ExperimentManager)
+    manager.verbose = 0
+    manager.n_timesteps = 0
+    manager.optimize_hyperparameters = False
+    manager.n_evaluations = None
+    manager.n_actions = 0
+    manager.normalize = False
+    manager.normalize_kwargs = {}
+    manager.env_kwargs = {}
+    manager.monitor_kwargs = {}
+    manager.frame_stack = None
+    manager.specified_callbacks = []
+    return manager
+
+
+def split_hyperparams(hyperparams: dict[str, Any], env: gym.Env | Any) -> tuple[dict[str, Any], int, dict[str, Any]]:
+    """
+    Turn a zoo entry into constructor arguments, the training budget and the environment settings, with rl_zoo3's
+    own preprocessing (schedules, ``policy_kwargs`` strings, action noise objects, wrappers, callbacks).
+
+    :param hyperparams: a zoo entry, e.g. from :func:`load_hyperparams` (not modified)
+    :param env: the (vectorized) environment, or anything with its ``action_space`` (to size the action noise)
+    :return: ``(model_kwargs, n_timesteps, env_settings)``; ``model_kwargs`` include ``policy`` and go to the
+        constructor with ``env``; ``env_settings`` has ``n_envs``, ``normalize``, ``normalize_kwargs``,
+        ``env_wrapper`` and ``vec_env_wrapper`` (callables or None), ``frame_stack``, ``env_kwargs``,
+        ``monitor_kwargs`` and ``callbacks`` (callback instances), with rl_zoo3's defaults filled in
+    :raise ZooConfigError: when ``n_timesteps`` is missing
+    """
+    if "n_timesteps" not in hyperparams:
+        raise ZooConfigError("missing hyperparameter 'n_timesteps'")
+    manager = _preprocessor()
+    hyperparams = copy.deepcopy(hyperparams)
+    with contextlib.redirect_stdout(io.StringIO()):
+        model_kwargs, env_wrapper, callbacks, vec_env_wrapper = manager._preprocess_hyperparams(hyperparams)
+        model_kwargs = manager._preprocess_action_noise(drop_null_noise(model_kwargs), {}, env)
+    env_settings = copy.deepcopy(ENV_SETTING_DEFAULTS)
+    env_settings.update(
+        n_envs=manager.n_envs,
+        normalize=bool(manager.normalize),
+        normalize_kwargs=manager.normalize_kwargs,
+        env_wrapper=env_wrapper,
+        vec_env_wrapper=vec_env_wrapper,
+        frame_stack=manager.frame_stack,
+        env_kwargs=manager.env_kwargs or {},
+        monitor_kwargs=manager.monitor_kwargs or {},
+        callbacks=callbacks,
+    )
+    return model_kwargs, int(manager.n_timesteps), env_settings
+
+
+def drop_null_noise(hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """
+    Accept ``noise_type: null`` as "no action noise": rl_zoo3 alone would pass ``noise_type`` (and ``noise_std``)
+    on to the constructor. This is also how a tuned "no noise" trial comes back from the study.
+
+    :param hyperparams: hyperparameters, modified in place
+    :return: ``hyperparams``
+    """
+    if "noise_type" in hyperparams and hyperparams["noise_type"] is None:
+        del hyperparams["noise_type"]
+        hyperparams.pop("noise_std", None)
+    return hyperparams

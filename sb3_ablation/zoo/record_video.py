@@ -1,0 +1,42 @@
+"""``python -m sb3_ablation.zoo.record_video``: rl_zoo3's ``record_video`` script with our algorithms registered.
+
+Same flags as ``python -m rl_zoo3.record_video`` (``--algo``, ``--env``, ``-f``, ``-o``, ``-n``, ``--exp-id``, ...);
+it needs ``moviepy`` and an environment that renders ``rgb_array`` frames.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+
+PROG = "sb3-ablation record-video"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """
+    :param argv: rl_zoo3 ``record_video`` arguments; ``sys.argv[1:]`` by default
+    :return: exit status (0: done, 2: bad input)
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    from sb3_ablation.zoo.enjoy import check_model
+    from sb3_ablation.zoo.hyperparams import ZooConfigError
+    from sb3_ablation.zoo.registry import register
+    from sb3_ablation.zoo.train import patched
+
+    try:
+        register()
+        if not ("-h" in argv or "--help" in argv):
+            check_model(argv)
+        # rl_zoo3 ships record_video as a script (its code runs under `if __name__ == "__main__"`)
+        with patched(sys, "argv", [PROG, *argv]):
+            runpy.run_module("rl_zoo3.record_video", run_name="__main__")
+    except ZooConfigError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    except SystemExit as error:
+        return error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
