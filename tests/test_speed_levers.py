@@ -2,10 +2,14 @@
 
 import numpy as np
 import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.utils import polyak_update
 
 from sb3_ablation import AblatableTD3
+from sb3_ablation.common.batched_critic import BatchedContinuousCritic
+from sb3_ablation.common.buffers import FastReplayBuffer
 from sb3_ablation.common.utils import FlatParameters, LeanAdamStep, foreach_polyak_update
 
 SHAPES = [(64, 4), (64,), (64, 64), (64,), (1, 64), (1,), (7, 3)]
@@ -86,3 +90,42 @@ def test_saved_model_resumes_training_identically(tmp_path):
         algo.train(gradient_steps=20, batch_size=16)
     for ours, theirs in zip(model.policy.parameters(), loaded.policy.parameters(), strict=True):
         assert th.equal(ours, theirs)
+
+
+def test_fast_replay_buffer_samples_what_sb3_samples():
+    observation_space = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
+    action_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+    buffers = [cls(50, observation_space, action_space, device="cpu", n_envs=2) for cls in (ReplayBuffer, FastReplayBuffer)]
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        transition = (
+            rng.uniform(-1, 1, (2, 3)).astype(np.float32),
+            rng.uniform(-1, 1, (2, 3)).astype(np.float32),
+            rng.uniform(-1, 1, (2, 2)).astype(np.float32),
+            rng.standard_normal(2).astype(np.float32),
+            rng.integers(0, 2, 2).astype(np.float32),
+            [{"TimeLimit.truncated": bool(flag)} for flag in rng.integers(0, 2, 2)],
+        )
+        for buffer in buffers:
+            buffer.add(*transition)
+    samples = []
+    for buffer in buffers:
+        np.random.seed(3)
+        samples.append(buffer.sample(64))
+    for field in ("observations", "actions", "next_observations", "dones", "rewards"):
+        reference, ours = getattr(samples[0], field), getattr(samples[1], field)
+        assert reference.dtype == ours.dtype and th.equal(reference, ours), field
+    assert samples[1].dones.shape == (64, 1) and bool(samples[1].dones.any())
+
+
+def test_speed_mode_batches_the_critics_and_learns():
+    model = AblatableTD3("MlpPolicy", "Pendulum-v1", speed_mode=True, learning_starts=50, batch_size=16, seed=0)
+    assert isinstance(model.critic, BatchedContinuousCritic) and model.critic.n_critics == 2
+    obs, actions = th.zeros(5, 3), th.zeros(5, 1)
+    q_values = model.critic(obs, actions)
+    assert len(q_values) == 2 and q_values[0].shape == (5, 1)
+    # A plain product for critic 1 and a batched one for both: the same values up to rounding (speed mode is not exact)
+    th.testing.assert_close(model.critic.q1_forward(obs, actions), q_values[0])
+    before = [p.clone() for p in model.critic.parameters()]
+    model.learn(80)
+    assert all(not th.equal(b, p) for b, p in zip(before, model.critic.parameters(), strict=True))

@@ -86,9 +86,9 @@ class FlatParameters:
 class LeanAdamStep:
     """
     ``step()`` for a default-configured ``th.optim.Adam`` over a single (flat) parameter: the arithmetic of PyTorch's
-    single-tensor Adam, operation for operation (hence bit-identical results), without its per-call bookkeeping,
-    which costs more than the arithmetic itself on small networks. The state lives in the optimizer as usual, so
-    its ``state_dict`` is unchanged.
+    single-tensor Adam, operation for operation (hence bit-identical results), without its per-call bookkeeping
+    (which costs more than the arithmetic on small networks) and without temporaries (costly on large ones).
+    The state lives in the optimizer as usual, so its ``state_dict`` is unchanged.
 
     :param optimizer: an Adam over one parameter, without weight decay, amsgrad, maximize, capturable, fused
     """
@@ -98,6 +98,8 @@ class LeanAdamStep:
             raise ValueError("LeanAdamStep needs a th.optim.Adam over one parameter with default options")
         self.optimizer = optimizer
         self.param = optimizer.param_groups[0]["params"][0]
+        # A preallocated denominator: a fresh large temporary each step costs more than the arithmetic (page faults)
+        self._denom = th.empty_like(self.param)
 
     @staticmethod
     def applies_to(optimizer: th.optim.Optimizer) -> bool:
@@ -125,5 +127,5 @@ class LeanAdamStep:
         bias_correction1 = 1 - beta1**step
         bias_correction2 = 1 - beta2**step
         step_size = group["lr"] / bias_correction1
-        denom = (exp_avg_sq.sqrt() / bias_correction2**0.5).add_(group["eps"])
+        denom = th.sqrt(exp_avg_sq, out=self._denom).div_(bias_correction2**0.5).add_(group["eps"])
         param.addcdiv_(exp_avg, denom, value=-step_size)

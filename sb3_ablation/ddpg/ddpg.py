@@ -13,6 +13,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, ReplayB
 from stable_baselines3.common.utils import get_parameters_by_name
 from torch.nn import functional as F
 
+from sb3_ablation.common.buffers import FastReplayBuffer
 from sb3_ablation.common.utils import FlatParameters, LeanAdamStep, check_keyword_arguments, foreach_polyak_update
 from sb3_ablation.ddpg.policies import Actor, CnnPolicy, DDPGPolicy, MlpPolicy, MultiInputPolicy
 
@@ -41,7 +42,8 @@ class DDPG(OffPolicyAlgorithm):
     :param replay_buffer_kwargs: Keyword arguments to pass to the replay buffer on creation.
     :param optimize_memory_usage: Enable a memory efficient variant of the replay buffer
     :param n_steps: n-step returns for the critic target when > 1 (SB3's NStepReplayBuffer)
-    :param speed_mode: Train faster at the cost of bit-exactness with SB3 (fused Adam); the same algorithm
+    :param speed_mode: Train faster at the cost of bit-exactness with SB3 (critics batched in one network);
+        the same algorithm
     :param stats_window_size: Window size for the rollout logging
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
     :param policy_kwargs: additional arguments to be passed to the policy on creation
@@ -126,12 +128,15 @@ class DDPG(OffPolicyAlgorithm):
             )
         self.speed_mode = speed_mode
         if speed_mode:
-            # Fused Adam: one kernel for the whole update, rounding differs from SB3's Adam
-            self.policy_kwargs["optimizer_kwargs"] = {"fused": True, **self.policy_kwargs.get("optimizer_kwargs", {})}
+            # All critics in one batched network: fewer, larger kernels; other random draws and rounding than SB3
+            self.policy_kwargs["batched_critics"] = True
         if _init_setup_model:
             self._setup_model()
 
     def _setup_model(self) -> None:
+        plain_buffer = self.replay_buffer_class is None and not isinstance(self.observation_space, spaces.Dict)
+        if plain_buffer and self.n_steps == 1:
+            self.replay_buffer_class = FastReplayBuffer
         super()._setup_model()
         self._create_aliases()
         self._flatten_parameters()

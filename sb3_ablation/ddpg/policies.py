@@ -17,6 +17,8 @@ from stable_baselines3.common.torch_layers import (
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 
+from sb3_ablation.common.batched_critic import BatchedContinuousCritic
+
 
 class Actor(BasePolicy):
     """
@@ -94,6 +96,7 @@ class DDPGPolicy(BasePolicy):
         Adam runs its multi-tensor (``foreach``) implementation unless told otherwise: the same arithmetic, fewer kernels.
     :param n_critics: Number of critic networks (one for DDPG)
     :param share_features_extractor: Whether the actor and the critic share the features extractor
+    :param batched_critics: Evaluate all critics as one batched network (the speed mode; not bit-exact with SB3)
     """
 
     actor: Actor
@@ -115,7 +118,9 @@ class DDPGPolicy(BasePolicy):
         optimizer_kwargs: dict[str, Any] | None = None,
         n_critics: int = 1,
         share_features_extractor: bool = False,
+        batched_critics: bool = False,
     ):
+        self.batched_critics = batched_critics
         optimizer_kwargs = dict(optimizer_kwargs or {})
         if optimizer_class is th.optim.Adam and not optimizer_kwargs.get("fused"):
             optimizer_kwargs.setdefault("foreach", True)
@@ -182,6 +187,7 @@ class DDPGPolicy(BasePolicy):
                 features_extractor_class=self.features_extractor_class,
                 features_extractor_kwargs=self.features_extractor_kwargs,
                 share_features_extractor=self.share_features_extractor,
+                batched_critics=self.batched_critics,
             )
         )
         return data
@@ -192,7 +198,8 @@ class DDPGPolicy(BasePolicy):
 
     def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> ContinuousCritic:
         critic_kwargs = self._update_features_extractor(self.critic_kwargs, features_extractor)
-        return ContinuousCritic(**critic_kwargs).to(self.device)
+        critic_class = BatchedContinuousCritic if self.batched_critics else ContinuousCritic
+        return critic_class(**critic_kwargs).to(self.device)
 
     def forward(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
         return self._predict(observation, deterministic=deterministic)

@@ -62,7 +62,8 @@ class AblatableTD3(DDPG):
     :param target_policy_smoothing: (4) False: no clipped noise on target actions.
     :param delayed_policy_update: (5) False: the actor (and the targets) are updated after every critic update.
     :param clipped_double_q: (6) False: a single critic, bootstrapped from its own target without a minimum.
-    :param speed_mode: Train faster at the cost of bit-exactness with SB3 (fused Adam); the same algorithm
+    :param speed_mode: Train faster at the cost of bit-exactness with SB3 (critics batched in one network);
+        the same algorithm
     :param stats_window_size: Window size for the rollout logging
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
     :param policy_kwargs: additional arguments to be passed to the policy on creation

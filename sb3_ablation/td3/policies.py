@@ -104,6 +104,7 @@ class AblatableTD3Policy(DDPGPolicy):
     :param optimizer_kwargs: Additional keyword arguments, excluding the learning rate, to pass to the optimizer
     :param n_critics: Number of critic networks (two for clipped double Q-learning)
     :param share_features_extractor: Whether the actor and the critic share the features extractor
+    :param batched_critics: Evaluate all critics as one batched network (the speed mode; not bit-exact with SB3)
     :param deterministic_actor: A deterministic actor (TD3) or a tanh-squashed Gaussian one
     :param target_networks: Keep target copies of actor and critic. Without them the copies are still built
         (and dropped) so that a seed gives the same initial actor and critic whatever the switch.
@@ -123,6 +124,7 @@ class AblatableTD3Policy(DDPGPolicy):
         optimizer_kwargs: dict[str, Any] | None = None,
         n_critics: int = 2,
         share_features_extractor: bool = False,
+        batched_critics: bool = False,
         deterministic_actor: bool = True,
         target_networks: bool = True,
     ):
@@ -141,6 +143,7 @@ class AblatableTD3Policy(DDPGPolicy):
             optimizer_kwargs=optimizer_kwargs,
             n_critics=n_critics,
             share_features_extractor=share_features_extractor,
+            batched_critics=batched_critics,
         )
 
     def _build(self, lr_schedule: Schedule) -> None:
