@@ -53,8 +53,12 @@ class Actor(BasePolicy):
         self.net_arch = net_arch
         self.features_dim = features_dim
         self.activation_fn = activation_fn
-        action_dim = get_action_dim(self.action_space)
-        self.mu = nn.Sequential(*create_mlp(features_dim, action_dim, net_arch, activation_fn, squash_output=True))
+        self._build_networks(get_action_dim(self.action_space))
+
+    def _build_networks(self, action_dim: int) -> None:
+        """The deterministic head: a tanh-squashed MLP from features to actions."""
+        mlp = create_mlp(self.features_dim, action_dim, self.net_arch, self.activation_fn, squash_output=True)
+        self.mu = nn.Sequential(*mlp)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()

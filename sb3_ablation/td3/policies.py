@@ -6,7 +6,6 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.distributions import SquashedDiagGaussianDistribution
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.preprocessing import get_action_dim
 from stable_baselines3.common.torch_layers import (
     BaseFeaturesExtractor,
     CombinedExtractor,
@@ -23,60 +22,20 @@ from sb3_ablation.ddpg.policies import Actor, DDPGPolicy
 LOG_STD_MIN, LOG_STD_MAX = -20, 2
 
 
-class GaussianActor(BasePolicy):
+class GaussianActor(Actor):
     """
     Stochastic actor: a tanh-squashed diagonal Gaussian whose mean and log-std depend on the state.
 
     ``forward`` draws a reparameterized sample (gradients flow through it); ``_predict(deterministic=True)``
-    returns the squashed mean.
-
-    :param observation_space: Observation space
-    :param action_space: Action space
-    :param net_arch: Network architecture (shared by mean and log-std)
-    :param features_extractor: Network to extract features (a CNN for images, ``nn.Flatten()`` otherwise)
-    :param features_dim: Number of features
-    :param activation_fn: Activation function
-    :param normalize_images: Whether to normalize images or not, dividing by 255.0
+    returns the squashed mean. Parameters as :class:`Actor`.
     """
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        net_arch: list[int],
-        features_extractor: nn.Module,
-        features_dim: int,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        normalize_images: bool = True,
-    ):
-        super().__init__(
-            observation_space,
-            action_space,
-            features_extractor=features_extractor,
-            normalize_images=normalize_images,
-            squash_output=True,
-        )
-        self.net_arch = net_arch
-        self.features_dim = features_dim
-        self.activation_fn = activation_fn
-        action_dim = get_action_dim(self.action_space)
-        self.latent_pi = nn.Sequential(*create_mlp(features_dim, -1, net_arch, activation_fn))
-        last_layer_dim = net_arch[-1] if len(net_arch) > 0 else features_dim
+    def _build_networks(self, action_dim: int) -> None:
+        self.latent_pi = nn.Sequential(*create_mlp(self.features_dim, -1, self.net_arch, self.activation_fn))
+        last_layer_dim = self.net_arch[-1] if len(self.net_arch) > 0 else self.features_dim
         self.mu = nn.Linear(last_layer_dim, action_dim)
         self.log_std = nn.Linear(last_layer_dim, action_dim)
         self.action_dist = SquashedDiagGaussianDistribution(action_dim)
-
-    def _get_constructor_parameters(self) -> dict[str, Any]:
-        data = super()._get_constructor_parameters()
-        data.update(
-            dict(
-                net_arch=self.net_arch,
-                features_dim=self.features_dim,
-                activation_fn=self.activation_fn,
-                features_extractor=self.features_extractor,
-            )
-        )
-        return data
 
     def forward(self, obs: th.Tensor, deterministic: bool = False) -> th.Tensor:
         latent = self.latent_pi(self.extract_features(obs, self.features_extractor))
