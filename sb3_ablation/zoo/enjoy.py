@@ -74,22 +74,18 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     import rl_zoo3.enjoy
 
-    from sb3_ablation.zoo.hyperparams import ZooConfigError
     from sb3_ablation.zoo.registry import register
-    from sb3_ablation.zoo.train import patched
+    from sb3_ablation.zoo.train import patched, run_command
 
-    try:
+    def body() -> int:
         register()
         if not ("-h" in argv or "--help" in argv):
             check_model(argv)
         with patched(sys, "argv", [PROG, *argv]):
             rl_zoo3.enjoy.enjoy()
-    except ZooConfigError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
-    except SystemExit as error:  # argparse errors (already printed) and --help
-        return error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
-    return 0
+        return 0
+
+    return run_command(PROG, body)
 
 
 if __name__ == "__main__":

@@ -19,23 +19,19 @@ def main(argv: list[str] | None = None) -> int:
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     from sb3_ablation.zoo.enjoy import check_model
-    from sb3_ablation.zoo.hyperparams import ZooConfigError
     from sb3_ablation.zoo.registry import register
-    from sb3_ablation.zoo.train import patched
+    from sb3_ablation.zoo.train import patched, run_command
 
-    try:
+    def body() -> int:
         register()
         if not ("-h" in argv or "--help" in argv):
             check_model(argv)
         # rl_zoo3 ships record_video as a script (its code runs under `if __name__ == "__main__"`)
         with patched(sys, "argv", [PROG, *argv]):
             runpy.run_module("rl_zoo3.record_video", run_name="__main__")
-    except ZooConfigError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
-    except SystemExit as error:
-        return error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
-    return 0
+        return 0
+
+    return run_command(PROG, body)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import argparse
 import contextlib
 import importlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,26 @@ def patched(target: Any, name: str, value: Any) -> Iterator[None]:
         setattr(target, name, original)
 
 
+def run_command(prog: str, body: Callable[[], int]) -> int:
+    """
+    Run a command's body: a configuration error becomes one ``error:`` line and exit status 2, argparse's exits
+    (errors already printed, ``--help``) their own status.
+
+    :param prog: the command's name, for the error line
+    :param body: the command; returns its exit status
+    :return: the exit status
+    """
+    from sb3_ablation.zoo.hyperparams import ZooConfigError
+
+    try:
+        return body()
+    except ZooConfigError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
+    except SystemExit as error:
+        return error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
+
+
 def _check(peek: argparse.Namespace, own: argparse.Namespace) -> None:
     """Check what rl_zoo3 would only fail on with a traceback (or not at all) before anything runs."""
     from sb3_ablation.zoo.hyperparams import ZooConfigError, check_algo, check_env_id
@@ -162,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     from sb3_ablation.zoo.registry import register
 
     tune_switches = SWITCHES if own.tune_switches == [] else tuple(own.tune_switches or ())
-    try:
+
+    def body() -> int:
         register(tune_switches)
         if "-h" in rest or "--help" in rest:
             with patched(sys, "argv", [PROG, "--help"]), contextlib.suppress(SystemExit):
@@ -171,9 +192,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         peek, _ = _peek_parser().parse_known_args(rest)
         _check(peek, own)
-        if peek.optimize_hyperparameters:
-            rest = _optimization_defaults(peek, rest)
-        with patched(sys, "argv", [PROG, *rest]), patched(rl_zoo3.train, "ExperimentManager", AblationExperimentManager):
+        zoo_argv = _optimization_defaults(peek, rest) if peek.optimize_hyperparameters else rest
+        with patched(sys, "argv", [PROG, *zoo_argv]), patched(rl_zoo3.train, "ExperimentManager", AblationExperimentManager):
             rl_zoo3.train.train()
         if peek.optimize_hyperparameters:
             output = own.export_best or str(Path(peek.log_folder) / peek.algo / f"best_{peek.env}.yml")
@@ -182,12 +202,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"Best trial {trial.number} (value {trial.value:.4g}) written as the {peek.env} entry of {output}")
             except ZooConfigError as error:  # e.g. every trial pruned: nothing to export, the study itself is fine
                 print(f"{PROG}: warning: best trial not exported: {error}", file=sys.stderr)
-    except ZooConfigError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
-    except SystemExit as error:  # argparse errors (already printed) and --help
-        return error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
-    return 0
+        return 0
+
+    return run_command(PROG, body)
 
 
 if __name__ == "__main__":
