@@ -1,0 +1,265 @@
+"""Study settings: from the command line or a YAML file, validated, and the manifest that pins them to a folder."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sb3_ablation.study.variants import Variant, resolve_variants
+
+MANIFEST_NAME = "study.json"
+MANIFEST_FORMAT = 1
+BACKENDS = ("local", "ray")
+
+# the settings that define what a run is: an output folder is tied to them (execution settings such as
+# workers and backend, and the lists of envs, variants and seeds, may change between invocations)
+RUN_SETTINGS = ("n_timesteps", "eval_freq", "eval_episodes", "eval_max_episode_steps", "hyperparams", "env_hyperparams")
+
+
+class StudyError(ValueError):
+    """A problem with the study's settings or output folder, reported to the user as one line."""
+
+
+@dataclass
+class StudyConfig:
+    """
+    Everything a study needs.
+
+    :param envs: Gymnasium environment ids
+    :param variants: variant and preset names (see :mod:`sb3_ablation.study.variants`)
+    :param seeds: the seeds; each (env, variant, seed) is one run
+    :param out: output folder
+    :param n_timesteps: training steps per run; ``None`` keeps the zoo's ``n_timesteps`` of each env
+    :param eval_freq: evaluate every this many environment steps; ``None``: a twentieth of the training steps
+    :param eval_episodes: episodes per evaluation (deterministic policy, separate eval env)
+    :param eval_max_episode_steps: cut evaluation episodes at this many steps (``None``: the env's own limit)
+    :param hyperparams: overrides applied to every env's zoo hyperparameters (zoo format, e.g. ``learning_starts``)
+    :param env_hyperparams: per-env overrides, ``{env_id: {key: value}}``, applied after ``hyperparams``
+    :param workers: parallel runs (local: processes; default one per core)
+    :param backend: ``local`` or ``ray``
+    :param address: address of an existing Ray cluster (``ray`` backend only); ``None`` starts a local Ray
+    :param device: torch device of each run
+    :param progress: show a progress bar
+    """
+
+    envs: list[str]
+    variants: list[str]
+    seeds: list[int]
+    out: str
+    n_timesteps: int | None = None
+    eval_freq: int | None = None
+    eval_episodes: int = 10
+    eval_max_episode_steps: int | None = None
+    hyperparams: dict[str, Any] = field(default_factory=dict)
+    env_hyperparams: dict[str, dict[str, Any]] = field(default_factory=dict)
+    workers: int | None = None
+    backend: str = "local"
+    address: str | None = None
+    device: str = "cpu"
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.envs, str):
+            self.envs = [self.envs]
+        self.envs = list(dict.fromkeys(str(env) for env in (self.envs or [])))
+        if not self.envs:
+            raise StudyError("no environment given; expected at least one env id, e.g. --env Pendulum-v1")
+        self.seeds = parse_seeds(self.seeds)
+        # canonical names: the same configuration asked for twice is run once
+        self.variants = [variant.name for variant in resolve_variants(self.variants)]
+        for name in ("n_timesteps", "eval_freq", "eval_max_episode_steps"):
+            _check_positive_int(name, getattr(self, name), optional=True)
+        _check_positive_int("eval_episodes", self.eval_episodes)
+        _check_positive_int("workers", self.workers, optional=True)
+        if self.backend not in BACKENDS:
+            raise StudyError(f"unknown backend {self.backend!r}; expected one of {', '.join(BACKENDS)}")
+        if self.address and self.backend != "ray":
+            raise StudyError("--address is for the ray backend; add --backend ray")
+        if not isinstance(self.hyperparams, dict):
+            raise StudyError(f"hyperparams must be a mapping of zoo keys to values, got {self.hyperparams!r}")
+        if not isinstance(self.env_hyperparams, dict) or not all(isinstance(v, dict) for v in self.env_hyperparams.values()):
+            raise StudyError("env_hyperparams must map env ids to mappings of zoo keys to values")
+        unknown = sorted(set(self.env_hyperparams) - set(self.envs))
+        if unknown:
+            raise StudyError(f"env_hyperparams names envs that are not in the study: {', '.join(unknown)}")
+
+    @property
+    def variant_objects(self) -> list[Variant]:
+        return resolve_variants(self.variants)
+
+    def overrides_for(self, env_id: str) -> dict[str, Any]:
+        """Hyperparameter overrides for one env (study-wide, then per env, then ``n_timesteps``)."""
+        overrides = {**self.hyperparams, **self.env_hyperparams.get(env_id, {})}
+        if self.n_timesteps is not None:
+            overrides["n_timesteps"] = self.n_timesteps
+        return overrides
+
+    def run_settings(self) -> dict[str, Any]:
+        """The settings a study folder is tied to, JSON-normalised so they compare equal after a round trip."""
+        return to_jsonable({name: getattr(self, name) for name in RUN_SETTINGS})
+
+
+def _check_positive_int(name: str, value: Any, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise StudyError(f"{name} must be a positive integer, got {value!r}")
+
+
+def parse_seeds(seeds: int | str | list[int] | None) -> list[int]:
+    """
+    ``5`` (or ``[5]``) means seeds 0..4; a list of two or more numbers is the seeds themselves.
+
+    :param seeds: a count or a list of seeds
+    :return: the seeds, sorted, without duplicates
+    """
+    if seeds is None:
+        raise StudyError("no seeds given; expected a count (e.g. 5 for seeds 0..4) or a list of seeds")
+    if isinstance(seeds, (int, str)):
+        seeds = [seeds]
+    try:
+        values = [int(seed) for seed in seeds]
+    except (TypeError, ValueError):
+        raise StudyError(f"seeds must be integers, got {seeds!r}") from None
+    if any(value < 0 for value in values) or not values:
+        raise StudyError(f"seeds must be non-negative integers, got {seeds!r}")
+    if len(values) == 1:
+        if values[0] == 0:
+            raise StudyError("--seeds 0 runs nothing; give a count >= 1 or a list of two or more seeds")
+        return list(range(values[0]))
+    return sorted(set(values))
+
+
+def to_jsonable(value: Any) -> Any:
+    """Round-trip a value through JSON (non-JSON objects become their ``repr``) so that settings compare reliably."""
+    return json.loads(json.dumps(value, default=repr, sort_keys=True))
+
+
+def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
+    """
+    Read a study YAML file into keyword arguments of :class:`StudyConfig` (dashes in keys read as underscores).
+
+    :param path: the YAML file
+    :return: the keyword arguments
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise StudyError(f"study file {str(path)!r} not found")
+    with open(path) as file:
+        data = yaml.safe_load(file) or {}
+    if not isinstance(data, dict):
+        raise StudyError(f"study file {str(path)!r} must hold a mapping of settings, got {type(data).__name__}")
+    known = {f.name for f in fields(StudyConfig)} | {"env"}
+    kwargs = {}
+    for key, value in data.items():
+        name = str(key).replace("-", "_")
+        if name not in known:
+            raise StudyError(f"unknown setting {key!r} in {str(path)!r}; expected one of {', '.join(sorted(known))}")
+        kwargs["envs" if name == "env" else name] = value
+    return kwargs
+
+
+def check_envs(envs: list[str]) -> None:
+    """Fail early, with one line, on an env id Gymnasium does not know (``module:EnvId`` imports the module first)."""
+    import gymnasium as gym
+
+    for env_id in envs:
+        module, _, name = env_id.rpartition(":")
+        try:
+            if module:
+                importlib.import_module(module)
+            gym.spec(name)
+        except (gym.error.Error, ImportError) as error:
+            raise StudyError(f"unknown environment {env_id!r}: {str(error).splitlines()[0]}") from None
+
+
+def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
+    """Write JSON via a temporary file in the same folder and ``os.replace``: readers see the old or the new file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as file:
+            json.dump(data, file, indent=1, default=repr)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        diffs = []
+        for key in sorted(set(old) | set(new)):
+            diffs += _differences(old.get(key), new.get(key), f"{prefix}{key}.")
+        return diffs
+    return [] if old == new else [f"{prefix.rstrip('.')} ({json.dumps(old)} there, {json.dumps(new)} now)"]
+
+
+def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str, dict]], versions: dict[str, str]) -> dict:
+    """
+    Create the study manifest, or check an existing one and extend its lists of envs, variants and seeds.
+
+    :param config: this invocation's settings
+    :param resolved_hyperparams: ``{env_id: {algo: zoo hyperparameters}}`` as each run will use them
+    :param versions: library versions
+    :return: the manifest as written
+    :raises StudyError: the folder holds a study made with different run settings
+    """
+    path = Path(config.out) / MANIFEST_NAME
+    pinned = {"settings": config.run_settings(), "hyperparams": to_jsonable(resolved_hyperparams)}
+    manifest = None
+    if path.exists():
+        try:
+            with open(path) as file:
+                manifest = json.load(file)
+        except json.JSONDecodeError as error:
+            raise StudyError(f"{path} is not a study manifest ({error}); use another --out") from None
+        old_pinned = {"settings": manifest.get("settings", {}), "hyperparams": manifest.get("hyperparams", {})}
+        # only hyperparameters of envs present in both can conflict; new envs just extend the study
+        old_pinned["hyperparams"] = {
+            env: old_pinned["hyperparams"][env] for env in old_pinned["hyperparams"] if env in pinned["hyperparams"]
+        }
+        new_pinned = {
+            "settings": pinned["settings"],
+            "hyperparams": {env: hp for env, hp in pinned["hyperparams"].items() if env in old_pinned["hyperparams"]},
+        }
+        # algorithms only one side uses (e.g. a reference row added now) cannot conflict either
+        for env in new_pinned["hyperparams"]:
+            common = set(new_pinned["hyperparams"][env]) & set(old_pinned["hyperparams"][env])
+            new_pinned["hyperparams"][env] = {algo: new_pinned["hyperparams"][env][algo] for algo in common}
+            old_pinned["hyperparams"][env] = {algo: old_pinned["hyperparams"][env][algo] for algo in common}
+        diffs = _differences(old_pinned, new_pinned)
+        if diffs:
+            raise StudyError(
+                f"{config.out} holds a study made with different settings: {'; '.join(diffs)}. "
+                "Use another --out, or the same settings to resume it"
+            )
+    manifest = manifest or {"format": MANIFEST_FORMAT, "settings": pinned["settings"], "hyperparams": {}}
+    for env, by_algo in pinned["hyperparams"].items():
+        manifest["hyperparams"].setdefault(env, {}).update(by_algo)
+    for key, values in (("envs", config.envs), ("variants", config.variants), ("seeds", config.seeds)):
+        manifest[key] = list(dict.fromkeys([*manifest.get(key, []), *values]))
+    manifest["seeds"] = sorted(manifest["seeds"])
+    manifest["versions"] = versions
+    manifest["config"] = to_jsonable({k: v for k, v in asdict(config).items() if k not in ("progress",)})
+    write_json_atomic(path, manifest)
+    return manifest
+
+
+def read_manifest(out: str | os.PathLike) -> dict:
+    """Read ``<out>/study.json``, with a one-line error when the folder is not a study."""
+    path = Path(out) / MANIFEST_NAME
+    if not path.is_file():
+        raise StudyError(f"{out} is not a study folder (no {MANIFEST_NAME}); run `sb3-ablation study --out {out}` first")
+    with open(path) as file:
+        return json.load(file)

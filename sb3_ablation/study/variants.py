@@ -1,0 +1,177 @@
+"""Ablation variants: names, presets, and the switch values each one passes to ``AblatableTD3``.
+
+A variant name is one of:
+
+- ``td3``: every switch on (full TD3);
+- ``no_<switch>`` and combinations joined with ``+``, e.g. ``no_target_networks+no_delayed_policy_update``: TD3 with
+  those switches off;
+- ``ddpg``: TD3's own three additions switched off (``target_policy_smoothing``, ``delayed_policy_update``,
+  ``clipped_double_q``), i.e. DDPG with TD3's architecture and hyperparameters (the TD3 paper's "AHE");
+  ``ddpg+<switch>`` adds switches back, e.g. ``ddpg+clipped_double_q``;
+- reference rows: ``ref_ddpg`` (the from-scratch ``DDPG``, with the ``ddpg_scratch`` hyperparameters) and
+  ``ref_sb3_td3`` (Stable-Baselines3's own ``TD3``, with rl-zoo's ``td3`` hyperparameters).
+
+Presets: ``leave-one-out`` (``td3`` and each switch off alone: 7 variants), ``factorial`` (all 2^6 = 64 switch
+combinations) and ``ddpg-to-td3`` (``ddpg``, then TD3's components added one at a time: clipped double Q, target policy
+smoothing, delayed policy update; the last step is ``td3``).
+
+Every configuration has one canonical name (the shortest spelling, ``no_...`` preferred on a tie, switches in
+``SWITCHES`` order), so the same configuration asked for twice (say by ``leave-one-out`` and ``ddpg-to-td3``) is run
+once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from sb3_ablation import SWITCHES
+
+# TD3's three additions to DDPG (Fujimoto et al., 2018), in the order the ddpg-to-td3 chain adds them back
+TD3_ADDITIONS = ("clipped_double_q", "target_policy_smoothing", "delayed_policy_update")
+DDPG_SWITCHES = {switch: switch not in TD3_ADDITIONS for switch in SWITCHES}
+TD3_SWITCHES = dict.fromkeys(SWITCHES, True)
+
+# reference rows: variant name -> rl-zoo algorithm name (its hyperparameters and class)
+REFERENCE_ALGOS = {"ref_ddpg": "ddpg_scratch", "ref_sb3_td3": "td3"}
+ABLATABLE_ALGO = "ablatable_td3"
+
+PRESETS = ("leave-one-out", "factorial", "ddpg-to-td3")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """
+    One row of the study: which algorithm to train and with which switches.
+
+    :param name: canonical variant name (see the module docstring)
+    :param algo: rl-zoo algorithm name whose hyperparameters and class are used
+        (``ablatable_td3``, ``ddpg_scratch`` or ``td3``)
+    :param switches: the six switch values passed to ``AblatableTD3`` (empty for reference rows)
+    """
+
+    name: str
+    algo: str
+    switches: dict[str, bool] = field(default_factory=dict, hash=False)
+
+    @property
+    def is_reference(self) -> bool:
+        return self.algo != ABLATABLE_ALGO
+
+    def describe(self) -> str:
+        """One line saying what the variant is, for reports."""
+        if self.name == "ref_ddpg":
+            return "reference: DDPG (from scratch, ddpg_scratch hyperparameters)"
+        if self.name == "ref_sb3_td3":
+            return "reference: Stable-Baselines3's TD3 (rl-zoo td3 hyperparameters)"
+        off = [switch for switch in SWITCHES if not self.switches[switch]]
+        return "all switches on (full TD3)" if not off else "off: " + ", ".join(off)
+
+
+def canonical_name(switches: dict[str, bool]) -> str:
+    """
+    The canonical name of a switch configuration.
+
+    :param switches: a value for each of the six switches
+    :return: ``td3``, ``ddpg``, ``no_a+no_b`` or ``ddpg+a``, whichever is shortest (``no_...`` on a tie)
+    """
+    if switches == TD3_SWITCHES:
+        return "td3"
+    if switches == DDPG_SWITCHES:
+        return "ddpg"
+    from_td3 = [f"no_{switch}" for switch in SWITCHES if not switches[switch]]
+    from_ddpg = [
+        (switch if switches[switch] else f"no_{switch}") for switch in SWITCHES if switches[switch] != DDPG_SWITCHES[switch]
+    ]
+    if len(from_ddpg) < len(from_td3):
+        return "+".join(["ddpg", *from_ddpg])
+    return "+".join(from_td3)
+
+
+def _unknown(token: str, name: str) -> ValueError:
+    candidates = ["td3", "ddpg", *REFERENCE_ALGOS, *PRESETS, *SWITCHES, *(f"no_{switch}" for switch in SWITCHES)]
+    close = difflib.get_close_matches(token, candidates, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return ValueError(
+        f"unknown variant part {token!r} in {name!r}{hint}; expected td3, ddpg, ref_ddpg, ref_sb3_td3, a preset "
+        f"({', '.join(PRESETS)}), or parts joined with '+' among no_<switch> / <switch> with switch in {', '.join(SWITCHES)}"
+    )
+
+
+def parse_variant(name: str) -> Variant:
+    """
+    Parse one variant name into a :class:`Variant` (with its canonical name).
+
+    :param name: e.g. ``td3``, ``no_clipped_double_q``, ``ddpg+clipped_double_q``, ``ref_sb3_td3``
+    :return: the variant
+    """
+    name = name.strip()
+    if name in REFERENCE_ALGOS:
+        return Variant(name, REFERENCE_ALGOS[name])
+    tokens = [token.strip() for token in name.split("+")]
+    if tokens[0] in ("td3", "ddpg"):
+        switches = dict(TD3_SWITCHES if tokens[0] == "td3" else DDPG_SWITCHES)
+        modifiers = tokens[1:]
+    else:
+        switches = dict(TD3_SWITCHES)
+        modifiers = tokens
+    for token in modifiers:
+        switch, value = (token[3:], False) if token.startswith("no_") else (token, True)
+        if switch not in SWITCHES:
+            raise _unknown(token, name)
+        switches[switch] = value
+    return Variant(canonical_name(switches), ABLATABLE_ALGO, switches)
+
+
+def expand_preset(preset: str) -> list[str]:
+    """
+    The variant names of a preset.
+
+    :param preset: ``leave-one-out``, ``factorial`` or ``ddpg-to-td3``
+    :return: variant names, the full TD3 (or DDPG for the chain) first
+    """
+    if preset == "leave-one-out":
+        return ["td3", *(f"no_{switch}" for switch in SWITCHES)]
+    if preset == "factorial":
+        names = []
+        # td3 first, then by number of switches off
+        combos = sorted(itertools.product((True, False), repeat=len(SWITCHES)), key=lambda values: values.count(False))
+        for values in combos:
+            names.append(canonical_name(dict(zip(SWITCHES, values, strict=True))))
+        return names
+    if preset == "ddpg-to-td3":
+        chain, switches = ["ddpg"], dict(DDPG_SWITCHES)
+        for switch in TD3_ADDITIONS:
+            switches[switch] = True
+            chain.append(canonical_name(switches))
+        return chain
+    raise ValueError(f"unknown preset {preset!r}; expected one of {', '.join(PRESETS)}")
+
+
+def resolve_variants(names: Iterable[str] | str) -> list[Variant]:
+    """
+    Expand presets and parse names into a de-duplicated list of variants (first occurrence kept).
+
+    :param names: variant names and/or preset names (a single string may hold several, separated by commas or spaces)
+    :return: the variants in order
+    """
+    if isinstance(names, str):
+        names = [names]
+    tokens: list[str] = []
+    for item in names:
+        tokens += [token for token in str(item).replace(",", " ").split() if token]
+    if not tokens:
+        raise ValueError("no variants given; expected a preset (leave-one-out, factorial, ddpg-to-td3) or variant names")
+    variants: dict[str, Variant] = {}
+    for token in tokens:
+        for name in expand_preset(token) if token in PRESETS else [token]:
+            variant = parse_variant(name)
+            variants.setdefault(variant.name, variant)
+    return list(variants.values())
+
+
+def baseline_name(variant_names: Sequence[str]) -> str | None:
+    """The variant the report compares the others against: ``td3`` when present, else ``None``."""
+    return "td3" if "td3" in variant_names else None

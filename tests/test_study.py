@@ -1,0 +1,133 @@
+"""The ablation study: variants, runs end to end, resume, failures, Ray, and the report's statistics."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sb3_ablation import SWITCHES
+from sb3_ablation.study.config import StudyConfig, StudyError
+from sb3_ablation.study.evaluation import discounted_returns
+from sb3_ablation.study.report import final_return_statistics, write_report
+from sb3_ablation.study.runner import iter_runs, run_path, run_study
+from sb3_ablation.study.variants import expand_preset, parse_variant, resolve_variants
+
+TINY = dict(
+    envs=["Pendulum-v1"],
+    n_timesteps=300,
+    eval_freq=150,
+    eval_episodes=1,
+    eval_max_episode_steps=50,
+    hyperparams={"learning_starts": 100, "policy_kwargs": "dict(net_arch=[16, 16])", "batch_size": 32},
+    workers=2,
+    progress=False,
+)
+
+
+def tiny_study(out, variants=("td3", "no_clipped_double_q"), seeds=2, **overrides) -> StudyConfig:
+    return StudyConfig(**{**TINY, "variants": list(variants), "seeds": seeds, "out": str(out), **overrides})
+
+
+def test_variant_presets_and_names():
+    assert expand_preset("leave-one-out") == ["td3", *(f"no_{switch}" for switch in SWITCHES)]
+    factorial = resolve_variants("factorial")
+    assert len(factorial) == 64 and len({tuple(v.switches.values()) for v in factorial}) == 64
+    chain = resolve_variants("ddpg-to-td3")
+    assert chain[0].switches == {**dict.fromkeys(SWITCHES, True), **dict.fromkeys(SWITCHES[3:], False)}
+    assert chain[-1].name == "td3" and len(chain) == 4
+    combo = parse_variant("no_target_networks+no_delayed_policy_update")
+    assert combo.switches["target_networks"] is False and combo.switches["delayed_policy_update"] is False
+    assert sum(combo.switches.values()) == 4
+    with pytest.raises(ValueError, match="no_clipped_dobule_q"):
+        parse_variant("no_clipped_dobule_q")
+
+
+def test_discounted_returns_by_hand():
+    assert np.allclose(discounted_returns(np.array([1.0, 2.0, 3.0]), 0.5), [1 + 0.5 * 2 + 0.25 * 3, 2 + 0.5 * 3, 3.0])
+
+
+def test_tiny_study_end_to_end_then_resume_redoes_nothing(tmp_path):
+    config = tiny_study(tmp_path)
+    result = run_study(config, log=lambda _: None)
+    assert (result.total, result.ok, result.skipped, result.failed) == (4, 4, 0, [])
+    records = list(iter_runs(tmp_path))
+    assert {(r["variant"], r["seed"]) for r in records} == {(v, s) for v in ("td3", "no_clipped_double_q") for s in (0, 1)}
+    for record in records:
+        assert record["status"] == "ok" and record["versions"]["stable_baselines3"]
+        assert record["switches"]["clipped_double_q"] is (record["variant"] == "td3")
+        evaluations = record["evaluations"]
+        assert evaluations["timesteps"][-1] == 300 and len(evaluations["timesteps"]) >= 3
+        assert all(np.isfinite(evaluations[key]).all() for key in ("mean_return", "mean_q", "bias"))
+    report = write_report(tmp_path, reps=200)
+    text = report.read_text()
+    assert "| td3 |" in text and "no_clipped_double_q" in text and "IQM" in text
+    assert len(list((tmp_path / "figures").glob("*.png"))) >= 4
+
+    # A killed study: one run never got written. The rerun redoes that run alone.
+    lost = run_path(tmp_path, "Pendulum-v1", "td3", 1)
+    lost.unlink()
+    kept = {path: path.stat().st_mtime_ns for path in (tmp_path / "runs").rglob("*.json")}
+    again = run_study(config, log=lambda _: None)
+    assert (again.ok, again.skipped) == (1, 3)
+    assert lost.exists()
+    assert all(path.stat().st_mtime_ns == mtime for path, mtime in kept.items())
+
+
+def test_study_refuses_a_folder_made_with_other_settings(tmp_path):
+    run_study(tiny_study(tmp_path, variants=["td3"], seeds=1), log=lambda _: None)
+    with pytest.raises(StudyError, match="n_timesteps"):
+        run_study(tiny_study(tmp_path, variants=["td3"], seeds=1, n_timesteps=400), log=lambda _: None)
+
+
+def test_failing_run_is_recorded_while_the_others_finish(tmp_path):
+    # A negative learning rate passes the config check but Adam refuses it inside the run
+    config = tiny_study(
+        tmp_path,
+        variants=["td3"],
+        seeds=1,
+        envs=["Pendulum-v1", "MountainCarContinuous-v0"],
+        env_hyperparams={"MountainCarContinuous-v0": {"learning_rate": -1.0}},
+    )
+    result = run_study(config, log=lambda _: None)
+    assert result.ok == 1 and len(result.failed) == 1 and "MountainCarContinuous-v0" in result.failed[0]
+    failed = json.loads(run_path(tmp_path, "MountainCarContinuous-v0", "td3", 0).read_text())
+    assert failed["status"] == "failed" and "learning rate" in failed["error"].lower()
+    assert json.loads(run_path(tmp_path, "Pendulum-v1", "td3", 0).read_text())["status"] == "ok"
+    # A rerun retries the failed run (and fails it again) without touching the finished one
+    assert run_study(config, log=lambda _: None).skipped == 1
+
+
+def test_ray_backend_on_a_local_ray(tmp_path):
+    pytest.importorskip("ray")
+    result = run_study(tiny_study(tmp_path, variants=["td3"], backend="ray", workers=2), log=lambda _: None)
+    assert (result.ok, result.failed) == (2, [])
+    assert {record["seed"] for record in iter_runs(tmp_path)} == {0, 1}
+
+
+def test_report_statistics_on_synthetic_results():
+    rng = np.random.default_rng(0)
+    scores = {"td3": rng.normal(-150, 10, 12), "worse": rng.normal(-400, 10, 12), "same": rng.normal(-150, 10, 12)}
+    result = final_return_statistics(scores, baseline="td3", reps=2_000, seed=0)
+    for variant, values in scores.items():
+        assert result[variant].n_runs == 12
+        assert result[variant].iqm == pytest.approx(stats.trim_mean(values, 0.25))
+        assert result[variant].mean == pytest.approx(np.mean(values))
+        low, high = result[variant].iqm_ci
+        assert low <= result[variant].iqm <= high
+    worse, td3 = scores["worse"], scores["td3"]
+    assert result["worse"].diff == pytest.approx(stats.trim_mean(worse, 0.25) - stats.trim_mean(td3, 0.25))
+    by_hand = np.mean([(w > t) + 0.5 * (w == t) for w in worse for t in td3])
+    assert result["worse"].poi == pytest.approx(by_hand) and by_hand == 0.0
+    assert result["worse"].significant and result["worse"].diff_ci[1] < 0
+    assert not result["same"].significant
+    assert result["td3"].diff is None
+
+
+def test_bad_study_settings_are_one_line_errors(tmp_path):
+    with pytest.raises(StudyError, match="NotAnEnv-v0"):
+        run_study(tiny_study(tmp_path, envs=["NotAnEnv-v0"]), log=lambda _: None)
+    with pytest.raises(StudyError, match="clipped_double_q"):
+        run_study(tiny_study(tmp_path, hyperparams={"clipped_double_q": False}), log=lambda _: None)
+    assert not os.path.exists(tmp_path / "runs")
