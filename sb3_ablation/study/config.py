@@ -73,7 +73,10 @@ class StudyConfig:
             raise StudyError("no environment given; expected at least one env id, e.g. --env Pendulum-v1")
         self.seeds = parse_seeds(self.seeds)
         # canonical names: the same configuration asked for twice is run once
-        self.variants = [variant.name for variant in resolve_variants(self.variants)]
+        try:
+            self.variants = [variant.name for variant in resolve_variants(self.variants)]
+        except ValueError as error:
+            raise StudyError(str(error)) from None
         for name in ("n_timesteps", "eval_freq", "eval_max_episode_steps"):
             _check_positive_int(name, getattr(self, name), optional=True)
         _check_positive_int("eval_episodes", self.eval_episodes)
@@ -238,7 +241,10 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
             common = set(new_pinned["hyperparams"][env]) & set(old_pinned["hyperparams"][env])
             new_pinned["hyperparams"][env] = {algo: new_pinned["hyperparams"][env][algo] for algo in common}
             old_pinned["hyperparams"][env] = {algo: old_pinned["hyperparams"][env][algo] for algo in common}
-        diffs = _differences(old_pinned, new_pinned)
+        # the settings as given explain a mismatch best; the resolved hyperparameters catch an edited zoo config
+        diffs = _differences(old_pinned["settings"], new_pinned["settings"]) or _differences(
+            old_pinned["hyperparams"], new_pinned["hyperparams"], "zoo hyperparameters of "
+        )
         if diffs:
             raise StudyError(
                 f"{config.out} holds a study made with different settings: {'; '.join(diffs)}. "

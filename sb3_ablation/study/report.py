@@ -397,24 +397,28 @@ def plot_ecdf(env: str, scores: dict[str, np.ndarray], colors: dict[str, Any], p
 
 
 def plot_intervals(
-    title: str, stats: dict[str, VariantStats], colors: dict[str, Any], xlabel: str, path: Path, names=("IQM", "Mean")
+    title: str, stats: dict[str, VariantStats], colors: dict[str, Any], xlabel: str, path: Path, names=("IQM", "mean")
 ) -> None:
-    """IQM and mean with their 95% CIs per variant (rliable's interval plot)."""
+    """IQM and mean with their 95% CIs per variant (the layout of rliable's interval plots, with labelled axes)."""
     import matplotlib.pyplot as plt
-    from rliable import plot_utils
 
     variants = list(stats)
-    points = {v: np.array([stats[v].iqm, stats[v].mean]) for v in variants}
-    cis = {
-        v: np.array([[stats[v].iqm_ci[0], stats[v].mean_ci[0]], [stats[v].iqm_ci[1], stats[v].mean_ci[1]]]) for v in variants
-    }
-    fig, _ = plot_utils.plot_interval_estimates(
-        points, cis, metric_names=list(names), algorithms=variants, colors=colors, xlabel=xlabel, subfigure_width=4.2,
-        row_height=0.45, xlabel_y_coordinate=-0.6 / max(len(variants), 1) - 0.05,
-    )  # fmt: skip
-    fig.suptitle(f"{title} (bars: 95% bootstrap CI, line: point estimate)", y=1.02 + 0.3 / max(len(variants), 1))
+    rows = np.arange(len(variants))[::-1]  # first variant on top
+    fig, axes = plt.subplots(1, 2, figsize=(10, 1.2 + 0.45 * len(variants)), sharey=True)
+    for ax, name in zip(axes, names, strict=True):
+        for row, variant in zip(rows, variants, strict=True):
+            s = stats[variant]
+            point, (low, high) = (s.iqm, s.iqm_ci) if name == "IQM" else (s.mean, s.mean_ci)
+            ax.barh(row, high - low, left=low, height=0.6, color=colors[variant], alpha=0.75)
+            ax.vlines(point, row - 0.3, row + 0.3, color="black", linewidth=1.5)
+        ax.set_title(f"{name} (bar: 95% CI, line: estimate)", fontsize="medium")
+        ax.set_xlabel(xlabel)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(rows, variants)
+    axes[0].set_ylabel("variant")
+    fig.suptitle(title)
+    fig.tight_layout()
     _save(fig, path)
-    plt.close("all")
 
 
 # ----------------------------------------------------------------------------------------------------------------------

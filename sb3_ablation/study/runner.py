@@ -410,8 +410,11 @@ def run_study(config: StudyConfig, log: Callable[[str], Any] = print) -> StudyRe
     # child processes (and a local Ray) inherit this: one OpenMP thread per run
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ["MKL_NUM_THREADS"] = "1"
-    where = f"Ray at {config.address}" if config.address else ("a local Ray" if config.backend == "ray" else "processes")
-    log(f"{len(pending)} runs to do ({result.skipped} of {len(tasks)} already done) on {workers} {where}")
+    if config.backend == "ray":
+        where = f"the Ray cluster at {config.address}" if config.address else f"a local Ray with {workers} CPUs"
+    else:
+        where = f"{workers} worker processes"
+    log(f"{len(pending)} runs to do ({result.skipped} of {len(tasks)} already done) on {where}")
     progress = tqdm(
         total=len(tasks), initial=result.skipped, desc="runs", unit="run", disable=not config.progress, file=sys.stderr
     )
