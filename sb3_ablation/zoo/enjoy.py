@@ -12,6 +12,8 @@ import contextlib
 import importlib
 import io
 import sys
+from collections.abc import Callable
+from typing import Any
 
 PROG = "sb3-ablation enjoy"
 
@@ -66,14 +68,16 @@ def check_model(argv: list[str]) -> None:
         raise ZooConfigError(f"no trained {peek.algo} model for {peek.env} in {peek.folder}: {error}") from None
 
 
-def main(argv: list[str] | None = None) -> int:
+def run_trained_model_command(prog: str, argv: list[str], run: Callable[[], Any]) -> int:
     """
-    :param argv: rl_zoo3 ``enjoy`` arguments; ``sys.argv[1:]`` by default
+    Run an rl_zoo3 command that loads a trained model (``enjoy``, ``record_video``) with our algorithms registered,
+    after checking that the model exists.
+
+    :param prog: the command's name, for messages and ``--help``
+    :param argv: the command's arguments
+    :param run: calls rl_zoo3's command, which reads ``sys.argv``
     :return: exit status (0: done, 2: bad input)
     """
-    argv = sys.argv[1:] if argv is None else list(argv)
-    import rl_zoo3.enjoy
-
     from sb3_ablation.zoo.registry import register
     from sb3_ablation.zoo.train import patched, run_command
 
@@ -81,11 +85,21 @@ def main(argv: list[str] | None = None) -> int:
         register()
         if not ("-h" in argv or "--help" in argv):
             check_model(argv)
-        with patched(sys, "argv", [PROG, *argv]):
-            rl_zoo3.enjoy.enjoy()
+        with patched(sys, "argv", [prog, *argv]):
+            run()
         return 0
 
-    return run_command(PROG, body)
+    return run_command(prog, body)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """
+    :param argv: rl_zoo3 ``enjoy`` arguments; ``sys.argv[1:]`` by default
+    :return: exit status (0: done, 2: bad input)
+    """
+    import rl_zoo3.enjoy
+
+    return run_trained_model_command(PROG, sys.argv[1:] if argv is None else list(argv), rl_zoo3.enjoy.enjoy)
 
 
 if __name__ == "__main__":

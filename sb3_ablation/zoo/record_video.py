@@ -17,21 +17,14 @@ def main(argv: list[str] | None = None) -> int:
     :param argv: rl_zoo3 ``record_video`` arguments; ``sys.argv[1:]`` by default
     :return: exit status (0: done, 2: bad input)
     """
-    argv = sys.argv[1:] if argv is None else list(argv)
-    from sb3_ablation.zoo.enjoy import check_model
-    from sb3_ablation.zoo.registry import register
-    from sb3_ablation.zoo.train import patched, run_command
+    from sb3_ablation.zoo.enjoy import run_trained_model_command
 
-    def body() -> int:
-        register()
-        if not ("-h" in argv or "--help" in argv):
-            check_model(argv)
-        # rl_zoo3 ships record_video as a script (its code runs under `if __name__ == "__main__"`)
-        with patched(sys, "argv", [PROG, *argv]):
-            runpy.run_module("rl_zoo3.record_video", run_name="__main__")
-        return 0
-
-    return run_command(PROG, body)
+    # rl_zoo3 ships record_video as a script (its code runs under `if __name__ == "__main__"`)
+    return run_trained_model_command(
+        PROG,
+        sys.argv[1:] if argv is None else list(argv),
+        lambda: runpy.run_module("rl_zoo3.record_video", run_name="__main__"),
+    )
 
 
 if __name__ == "__main__":
