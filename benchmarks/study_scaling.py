@@ -4,7 +4,7 @@ Runs per hour of the ablation study with one worker process against two (issue: 
 The same small study (Pendulum-v1, [64, 64] networks) runs into fresh folders with --workers 1 and --workers 2,
 alternating, ``--repeats`` times each; prints runs per hour (median, min, max) and the ratio of medians.
 
-    OMP_NUM_THREADS=1 python benchmarks/study_scaling.py            # about 5 minutes on an idle 2-core CPU
+    OMP_NUM_THREADS=1 python benchmarks/study_scaling.py            # about 6 minutes on an idle 2-core CPU
 """
 
 import argparse
@@ -46,8 +46,8 @@ def runs_per_hour(workers: int, runs: int, n_timesteps: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=6, help="runs per study (default 6)")
-    parser.add_argument("--n-timesteps", type=int, default=3000, help="steps per run (default 3000)")
+    parser.add_argument("--runs", type=int, default=10, help="runs per study (default 10)")
+    parser.add_argument("--n-timesteps", type=int, default=5000, help="steps per run (default 5000)")
     parser.add_argument("--repeats", type=int, default=2, help="studies per worker count, alternating (default 2)")
     args = parser.parse_args()
     rates: dict[int, list[float]] = {1: [], 2: []}
