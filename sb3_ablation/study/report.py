@@ -436,6 +436,23 @@ def _fmt_ci(ci: tuple[float, float] | None, digits: int = 1) -> str:
     return "" if ci is None else f" [{_fmt(ci[0], digits)}, {_fmt(ci[1], digits)}]"
 
 
+def _stats_cells(stats: VariantStats, digits: int = 1) -> str:
+    """The table cells IQM | mean | Δ IQM | P(> baseline) | significant of one variant, with their CIs."""
+    cells = [
+        f"{_fmt(stats.iqm, digits)}{_fmt_ci(stats.iqm_ci, digits)}",
+        f"{_fmt(stats.mean, digits)}{_fmt_ci(stats.mean_ci, digits)}",
+    ]
+    if stats.diff is None:  # the baseline itself
+        cells += ["—", "—", "—"]
+    else:
+        cells += [
+            f"{_fmt(stats.diff, digits)}{_fmt_ci(stats.diff_ci, digits)}",
+            f"{_fmt(stats.poi, 2)}{_fmt_ci(stats.poi_ci, 2)}",
+            "**yes**" if stats.significant else "no",
+        ]
+    return " | ".join(cells)
+
+
 def _what_changed(variant: str) -> str:
     """How a variant reads in a sentence: 'switching off clipped_double_q', 'ref_sb3_td3', ..."""
     try:
@@ -552,19 +569,7 @@ def write_report(
             "|---|---|---:|---:|---:|---:|---:|:---:|---:|",
         ]
         for v in env_variants:
-            s = stats[v]
-            compared = s.diff is not None
-            lines.append(
-                f"| {v} | {_describe(v)} | {s.n_runs} | {_fmt(s.iqm)}{_fmt_ci(s.iqm_ci)} | "
-                f"{_fmt(s.mean)}{_fmt_ci(s.mean_ci)} | "
-                + (
-                    f"{_fmt(s.diff)}{_fmt_ci(s.diff_ci)} | {_fmt(s.poi, 2)}{_fmt_ci(s.poi_ci, 2)} | "
-                    if compared
-                    else "— | — | "
-                )
-                + ("**yes**" if s.significant else ("no" if compared else "—"))
-                + f" | {_fmt(final_bias[v])} |"
-            )
+            lines.append(f"| {v} | {_describe(v)} | {stats[v].n_runs} | {_stats_cells(stats[v])} | {_fmt(final_bias[v])} |")
         lines.append("")
 
         # curves: with many variants (factorial) only the baseline and the most different ones stay readable
@@ -640,18 +645,7 @@ def _aggregate_section(
         "|---|---:|---:|---:|---:|:---:|",
     ]
     for v in complete:
-        s = stats[v]
-        compared = s.diff is not None
-        lines.append(
-            f"| {v} | {_fmt(s.iqm, 3)}{_fmt_ci(s.iqm_ci, 3)} | {_fmt(s.mean, 3)}{_fmt_ci(s.mean_ci, 3)} | "
-            + (
-                f"{_fmt(s.diff, 3)}{_fmt_ci(s.diff_ci, 3)} | {_fmt(s.poi, 2)}{_fmt_ci(s.poi_ci, 2)} | "
-                if compared
-                else "— | — | "
-            )
-            + ("**yes**" if s.significant else ("no" if compared else "—"))
-            + " |"
-        )
+        lines.append(f"| {v} | {_stats_cells(stats[v], digits=3)} |")
     lines += ["", "![All envs: normalized final score](figures/aggregate_normalized_score.png)", ""]
     return lines
 
