@@ -54,9 +54,10 @@ class FlatParameters:
     in place (a gradient of exactly zero leaves Adam's update unchanged).
 
     :param params: the parameters, moved into the buffer in this order; on one device, one dtype
+    :param gradients: also give the parameters a gradient buffer (target networks, never trained, need none)
     """
 
-    def __init__(self, params: Sequence[th.nn.Parameter]):
+    def __init__(self, params: Sequence[th.nn.Parameter], gradients: bool = True):
         self.params = list(params)
         # Each view starts on a 64-byte boundary, as a fresh allocation does: matrix kernels choose their
         # summation order by alignment (batch-1 products differ otherwise). The padding stays zero.
@@ -66,14 +67,18 @@ class FlatParameters:
             offsets.append(size)
             size += -(-param.numel() // align) * align
         self.flat = th.nn.Parameter(self.params[0].new_zeros(size))
-        self.flat.grad = th.zeros_like(self.flat)
-        self._grad_views = []
         for param, offset in zip(self.params, offsets, strict=True):
             view = self.flat.data[offset : offset + param.numel()].view_as(param)
             view.copy_(param.data)
             param.data = view
-            self._grad_views.append(self.flat.grad[offset : offset + param.numel()].view_as(param))
-        self.zero_grad()
+        self._grad_views = []
+        if gradients:
+            self.flat.grad = th.zeros_like(self.flat)
+            self._grad_views = [
+                self.flat.grad[offset : offset + param.numel()].view_as(param)
+                for param, offset in zip(self.params, offsets, strict=True)
+            ]
+            self.zero_grad()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Zero the gradient buffer in place (``set_to_none`` is accepted for the optimizer API and ignored)."""

@@ -181,8 +181,8 @@ class DDPG(OffPolicyAlgorithm):
             network.flat_params = flat_params
         self._actor_params, self._critic_params = [self.actor.flat_params.flat], [self.critic.flat_params.flat]
         if self.actor_target is not None and self.critic_target is not None:
-            self._actor_target_params = [FlatParameters(list(self.actor_target.parameters())).flat]
-            self._critic_target_params = [FlatParameters(list(self.critic_target.parameters())).flat]
+            self._actor_target_params = [FlatParameters(list(self.actor_target.parameters()), gradients=False).flat]
+            self._critic_target_params = [FlatParameters(list(self.critic_target.parameters()), gradients=False).flat]
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)
