@@ -1,5 +1,7 @@
 """Behaviour of the switches, policies, spaces, save/load and bad input (short runs, small nets)."""
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -7,6 +9,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import FakeImageEnv
+from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.noise import NormalActionNoise
 
 from sb3_ablation import DDPG, SWITCHES, AblatableTD3
@@ -85,7 +88,8 @@ def test_stochastic_actor_bounds_gradients_and_determinism():
     assert sampled.shape == (64, 1) and bool((sampled.abs() <= 1).all())
     assert not th.equal(sampled, model.actor(obs)), "sampling twice gives the same actions"
     # The actor loss reaches every actor parameter through the reparameterized sample
-    model._update_actor(obs)
+    model.actor.optimizer.zero_grad()
+    (-model.critic.q1_forward(obs, model.actor(obs)).mean()).backward()
     assert all(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in model.actor.parameters())
     single = obs[0].numpy()
     first = model.predict(single, deterministic=True)[0]
@@ -156,3 +160,93 @@ def test_misspelt_switch_names_the_closest():
 def test_non_bool_switch_is_refused(value):
     with pytest.raises(TypeError, match=f"switch target_networks must be True or False, got {value!r}"):
         AblatableTD3("MlpPolicy", "Pendulum-v1", target_networks=value)
+
+
+@pytest.mark.parametrize(
+    "action_noise, expected_std",
+    [(None, 0.1), (NormalActionNoise(np.zeros(1), np.full(1, 0.3)), 0.3)],
+    ids=["default", "from_action_noise"],
+)
+def test_gaussian_actor_starts_with_the_exploration_std(action_noise, expected_std):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # action_noise is not added with deterministic_policy=False
+        model = AblatableTD3("MlpPolicy", "Pendulum-v1", deterministic_policy=False, action_noise=action_noise, **SMALL)
+    obs = th.as_tensor(np.random.default_rng(0).uniform(-8, 8, size=(256, 3)), dtype=th.float32)
+    for actor in (model.actor, model.actor_target):
+        _, log_std = actor.get_action_dist_params(obs)
+        # The same std in every state, as the docstring says
+        assert th.allclose(log_std.exp(), th.full((256, 1), expected_std))
+    # The samples spread like TD3's noise around the actor's mean (tanh is nearly linear near 0)
+    spread = (model.actor(obs) - model.actor(obs, deterministic=True)).std().item()
+    assert 0.5 * expected_std < spread < 1.5 * expected_std
+
+
+def test_gaussian_actor_rejects_a_non_positive_std():
+    with pytest.raises(ValueError, match=r"initial_std of the Gaussian actor must be positive, got 0\.0"):
+        AblatableTD3("MlpPolicy", "Pendulum-v1", deterministic_policy=False, policy_kwargs=dict(actor_initial_std=0.0))
+
+
+class KeepTrainValues(KVWriter):
+    """A logger output that keeps every value logged under train/, one list per key."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[float]] = {}
+
+    def write(self, key_values, key_excluded, step=0) -> None:
+        for key, value in key_values.items():
+            if key.startswith("train/"):
+                self.values.setdefault(key, []).append(value)
+
+
+@pytest.mark.parametrize("algo_class", [AblatableTD3, DDPG])
+def test_training_diagnostics_are_logged(algo_class):
+    model = algo_class("MlpPolicy", "Pendulum-v1", **SMALL)
+    output = KeepTrainValues()
+    model.set_logger(Logger(folder=None, output_formats=[output]))
+    model.learn(120)
+    model.logger.dump()
+    n_critics = model.critic.n_critics
+    keys = {f"train/q{i + 1}_mean" for i in range(n_critics)} | {"train/target_q_mean", "train/td_error"}
+    if n_critics >= 2:
+        keys.add("train/twin_q_gap")
+    assert keys <= output.values.keys() and "train/actor_std" not in output.values
+    assert all(np.isfinite(output.values[key]).all() for key in keys)
+
+
+def test_training_diagnostics_are_the_batch_means():
+    # One train() call of one gradient step: the logged values are those of its batch, recomputed here
+    switches = dict(
+        deterministic_policy=False,
+        target_policy_smoothing=False,  # a target without random noise, to recompute it
+        delayed_policy_update=False,
+    )
+    model = AblatableTD3("MlpPolicy", "Pendulum-v1", **switches, **SMALL).learn(60)
+    output = KeepTrainValues()
+    model.set_logger(Logger(folder=None, output_formats=[output]))
+    before = AblatableTD3("MlpPolicy", "Pendulum-v1", **switches, **SMALL)
+    before.policy.load_state_dict(model.policy.state_dict())
+    actor, critic, actor_target, critic_target = before.actor, before.critic, before.actor_target, before.critic_target
+    np.random.seed(1)
+    batch = model.replay_buffer.sample(16)
+    np.random.seed(1)
+    th.manual_seed(2)  # the same sample of the Gaussian target actor
+    model.train(gradient_steps=1, batch_size=16)
+    model.logger.dump()
+    logged = {key: values[-1] for key, values in output.values.items()}
+    with th.no_grad():
+        q1, q2 = critic(batch.observations, batch.actions)
+        th.manual_seed(2)
+        next_actions = actor_target(batch.next_observations)
+        next_q = th.min(*critic_target(batch.next_observations, next_actions))
+        target = batch.rewards + (1 - batch.dones) * model.gamma * next_q
+        _, log_std = actor.get_action_dist_params(batch.observations)
+    expected = {
+        "train/q1_mean": q1.mean(),
+        "train/q2_mean": q2.mean(),
+        "train/twin_q_gap": (q1 - q2).abs().mean(),
+        "train/target_q_mean": target.mean(),
+        "train/td_error": (q1 - target).abs().mean(),
+        "train/actor_std": log_std.exp().mean(),
+    }
+    for key, value in expected.items():
+        assert logged[key] == pytest.approx(value.item(), rel=1e-5), key

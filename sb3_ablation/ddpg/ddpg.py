@@ -2,7 +2,6 @@
 
 from typing import Any, ClassVar, TypeVar
 
-import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
@@ -14,6 +13,7 @@ from stable_baselines3.common.utils import get_parameters_by_name
 from torch.nn import functional as F
 
 from sb3_ablation.common.buffers import FastReplayBuffer
+from sb3_ablation.common.training_stats import TrainingStats
 from sb3_ablation.common.utils import FlatParameters, LeanAdamStep, check_keyword_arguments, foreach_polyak_update
 from sb3_ablation.ddpg.policies import Actor, CnnPolicy, DDPGPolicy, MlpPolicy, MultiInputPolicy
 
@@ -187,7 +187,7 @@ class DDPG(OffPolicyAlgorithm):
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)
         self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
-        actor_losses, critic_losses = [], []
+        stats = TrainingStats()
         for _ in range(gradient_steps):
             self._n_updates += 1
             replay_data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)  # type: ignore[union-attr]
@@ -195,10 +195,21 @@ class DDPG(OffPolicyAlgorithm):
                 next_actions = self.actor_target(replay_data.next_observations)
                 next_q_values = self.critic_target.q1_forward(replay_data.next_observations, next_actions)
                 target_q_values = self._td_target(replay_data, next_q_values)
-            critic_losses.append(self._update_critic(replay_data, target_q_values))
-            actor_losses.append(self._update_actor(replay_data.observations))
+
+            # Critic: regress Q(s, a) on the TD target
+            current_q_values = self.critic(replay_data.observations, replay_data.actions)
+            critic_loss = sum(F.mse_loss(current_q, target_q_values) for current_q in current_q_values)
+            self._gradient_step(self.critic.optimizer, critic_loss)  # type: ignore[arg-type]
+            stats.critic_step(critic_loss, current_q_values, target_q_values)  # type: ignore[arg-type]
+
+            # Actor: the deterministic policy gradient, maximising the critic's value of the actor's action
+            actions = self.actor(replay_data.observations)
+            actor_loss = -self.critic.q1_forward(replay_data.observations, actions).mean()
+            self._gradient_step(self.actor.optimizer, actor_loss, inputs=self._actor_leaves)
+            stats.actor_step(actor_loss)
+
             self._update_target_networks()
-        self._record_losses(actor_losses, critic_losses)
+        stats.record(self.logger, self._n_updates)
 
     def _td_target(self, replay_data: ReplayBufferSamples, next_q_values: th.Tensor) -> th.Tensor:
         """The one-step (or n-step) bootstrapped target ``r + gamma * (1 - done) * Q'(s', a')``."""
@@ -206,35 +217,22 @@ class DDPG(OffPolicyAlgorithm):
         discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
         return replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
 
-    def _update_critic(self, replay_data: ReplayBufferSamples, target_q_values: th.Tensor) -> th.Tensor:
-        """One gradient step on the mean squared TD error of every critic; returns the loss."""
-        current_q_values = self.critic(replay_data.observations, replay_data.actions)
-        critic_loss = sum(F.mse_loss(current_q, target_q_values) for current_q in current_q_values)
-        self.critic.optimizer.zero_grad()
-        critic_loss.backward()  # type: ignore[union-attr]
-        self.critic.optimizer.step()
-        return critic_loss.detach()  # type: ignore[union-attr]
+    @staticmethod
+    def _gradient_step(optimizer: th.optim.Optimizer, loss: th.Tensor, inputs: list[th.Tensor] | None = None) -> None:
+        """
+        One optimizer step on ``loss``.
 
-    def _update_actor(self, observations: th.Tensor) -> th.Tensor:
-        """One deterministic policy gradient step: maximise critic 1's value of the actor's action; returns the loss."""
-        actor_loss = -self.critic.q1_forward(observations, self.actor(observations)).mean()
-        self.actor.optimizer.zero_grad()
-        # Only the actor's gradients are used: skip computing the critic's weight gradients
-        actor_loss.backward(inputs=self._actor_leaves)
-        self.actor.optimizer.step()
-        return actor_loss.detach()
+        :param inputs: the only leaves to compute gradients for (the actor update skips the critic's weight gradients)
+        """
+        optimizer.zero_grad()
+        loss.backward(inputs=inputs)
+        optimizer.step()
 
     def _update_target_networks(self) -> None:
         """Move the target networks towards the online ones (Polyak averaging with ``tau``)."""
         foreach_polyak_update(self._critic_params, self._critic_target_params, self.tau)
         foreach_polyak_update(self._actor_params, self._actor_target_params, self.tau)
         foreach_polyak_update(self._running_stats, self._running_stats_target, 1.0)
-
-    def _record_losses(self, actor_losses: list[th.Tensor], critic_losses: list[th.Tensor]) -> None:
-        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
-        if actor_losses:
-            self.logger.record("train/actor_loss", np.mean([loss.item() for loss in actor_losses]))
-        self.logger.record("train/critic_loss", np.mean([loss.item() for loss in critic_losses]))
 
     def learn(
         self: SelfDDPG,

@@ -7,12 +7,17 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
-from stable_baselines3.common.noise import ActionNoise
+from stable_baselines3.common.noise import ActionNoise, VectorizedActionNoise
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from torch.nn import functional as F
 
+from sb3_ablation.common.training_stats import TrainingStats
 from sb3_ablation.ddpg.ddpg import DDPG
 from sb3_ablation.td3.policies import AblatableTD3Policy, CnnPolicy, MlpPolicy, MultiInputPolicy
+
+# TD3's exploration noise (Fujimoto et al., 2018): the Gaussian actor's initial std when no action noise is given
+DEFAULT_EXPLORATION_STD = 0.1
 
 SelfAblatableTD3 = TypeVar("SelfAblatableTD3", bound="AblatableTD3")
 
@@ -25,6 +30,19 @@ SWITCHES = (
     "delayed_policy_update",
     "clipped_double_q",
 )
+
+
+def exploration_std(action_noise: ActionNoise | None) -> float | list[float]:
+    """
+    The standard deviation of Gaussian-like action noise (SB3's normal or Ornstein-Uhlenbeck noise, vectorized or
+    not), per action dimension; 0.1, TD3's exploration noise, when there is none.
+    """
+    if isinstance(action_noise, VectorizedActionNoise):
+        action_noise = action_noise.base_noise
+    sigma = getattr(action_noise, "_sigma", None)
+    if sigma is None:
+        return DEFAULT_EXPLORATION_STD
+    return [float(value) for value in np.broadcast_to(np.asarray(sigma, dtype=np.float64), (np.size(sigma),))]
 
 
 class AblatableTD3(DDPG):
@@ -55,7 +73,9 @@ class AblatableTD3(DDPG):
     :param target_noise_clip: Limit for the absolute value of the target policy smoothing noise
     :param deterministic_policy: (1) True: a deterministic actor trained by the deterministic policy gradient through
         critic 1, exploring with ``action_noise``. False: a tanh-squashed Gaussian actor trained by the
-        reparameterization trick to maximise critic 1 (no entropy term), exploring by sampling itself.
+        reparameterization trick to maximise critic 1 (no entropy term), exploring by sampling itself; its pre-tanh
+        standard deviation starts, in every state, at the ``sigma`` of ``action_noise`` (0.1 without action noise),
+        so it explores at first as TD3 does; ``train/actor_std`` logs how it evolves.
     :param replay_buffer: (2) False: online updates from the newest transition only (one transition per env kept,
         batches of one).
     :param target_networks: (3) False: no target copies, targets are computed with the online actor and critics.
@@ -171,14 +191,18 @@ class AblatableTD3(DDPG):
         defaults = {name: p.default for name, p in inspect.signature(AblatableTD3.__init__).parameters.items()}
         defaults["n_critics"] = 1
 
-        def ignore(name: str, value: Any, component: str, imposed: Any = None) -> None:
+        def ignore(name: str, value: Any, component: str, imposed: Any = None, note: str = "") -> None:
             if value != defaults[name] and value != imposed:
                 # stacklevel 4: the line of user code that built the model
-                warnings.warn(f"{name}={value!r} is ignored because {component}=False", UserWarning, stacklevel=4)
+                message = f"{name}={value!r} is ignored because {component}=False{note}"
+                warnings.warn(message, UserWarning, stacklevel=4)
 
         if not self.deterministic_policy:
-            ignore("action_noise", self.action_noise, "deterministic_policy")
-            self.action_noise = None  # the Gaussian actor explores by sampling itself
+            note = " (only its sigma is used: the Gaussian actor's initial standard deviation)"
+            ignore("action_noise", self.action_noise, "deterministic_policy", note=note)
+            # The Gaussian actor explores by sampling itself, starting with the spread of the action noise
+            self.policy_kwargs.setdefault("actor_initial_std", exploration_std(self.action_noise))
+            self.action_noise = None
         if not self.switches["replay_buffer"]:
             ignore("buffer_size", self.buffer_size, "replay_buffer", imposed=self.n_envs)
             ignore("batch_size", self.batch_size, "replay_buffer", imposed=1)
@@ -201,38 +225,53 @@ class AblatableTD3(DDPG):
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)
         self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
-        # Component 5, delayed policy updates: the actor and the targets move once every `policy_delay` critic steps
+        # Component 3, target networks: bootstrap from slowly moving copies, or from the online networks themselves
+        if self.target_networks:
+            next_actor, next_critic = self.actor_target, self.critic_target
+        else:
+            next_actor, next_critic = self.actor, self.critic
+        # Component 5, delayed policy updates: the actor and the targets move once every `policy_delay` critic updates
         policy_delay = self.policy_delay if self.delayed_policy_update else 1
-        actor_losses, critic_losses = [], []
+        stats = TrainingStats()
         for _ in range(gradient_steps):
             self._n_updates += 1
+            # Component 2, replay buffer: a minibatch of stored transitions; switched off, the buffer holds only the
+            # newest transition of each env (see `_apply_switches`) and the batch is that one transition
             replay_data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)  # type: ignore[union-attr]
             with th.no_grad():
-                next_q_values = self._next_q_values(replay_data.next_observations, replay_data.actions)
+                # Component 4, target policy smoothing: clipped Gaussian noise on the target action
+                if self.target_policy_smoothing:
+                    noise = replay_data.actions.clone().data.normal_(0, self.target_policy_noise)
+                    noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
+                    next_actions = (next_actor(replay_data.next_observations) + noise).clamp(-1, 1)
+                else:
+                    next_actions = next_actor(replay_data.next_observations)
+                next_q_values = th.cat(next_critic(replay_data.next_observations, next_actions), dim=1)
+                # Component 6, clipped double Q-learning: bootstrap from the minimum over the critics (off: one critic)
+                if self.clipped_double_q:
+                    next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
                 target_q_values = self._td_target(replay_data, next_q_values)
-            critic_losses.append(self._update_critic(replay_data, target_q_values))
+
+            # Critics: each regresses Q_i(s, a) on the same target
+            current_q_values = self.critic(replay_data.observations, replay_data.actions)
+            critic_loss = sum(F.mse_loss(current_q, target_q_values) for current_q in current_q_values)
+            self._gradient_step(self.critic.optimizer, critic_loss)  # type: ignore[arg-type]
+            stats.critic_step(critic_loss, current_q_values, target_q_values)  # type: ignore[arg-type]
+
             if self._n_updates % policy_delay == 0:
-                actor_losses.append(self._update_actor(replay_data.observations))
+                # Component 1, deterministic policy: the actor's action, or a reparameterized sample of the Gaussian
+                # actor (its gradient flows through the sample); either maximises critic 1
+                if self.deterministic_policy:
+                    actions, log_std = self.actor(replay_data.observations), None
+                else:
+                    mean_actions, log_std = self.actor.get_action_dist_params(replay_data.observations)
+                    actions = self.actor.action_dist.actions_from_params(mean_actions, log_std)
+                actor_loss = -self.critic.q1_forward(replay_data.observations, actions).mean()
+                self._gradient_step(self.actor.optimizer, actor_loss, inputs=self._actor_leaves)
+                stats.actor_step(actor_loss, log_std)
                 if self.target_networks:
                     self._update_target_networks()
-        self._record_losses(actor_losses, critic_losses)
-
-    def _next_q_values(self, next_observations: th.Tensor, actions: th.Tensor) -> th.Tensor:
-        """The value of the next state that the critic target bootstraps from, shape (batch, 1)."""
-        # Component 3, target networks: bootstrap from slowly moving copies, or from the online networks
-        actor, critic = (self.actor_target, self.critic_target) if self.target_networks else (self.actor, self.critic)
-        # Component 4, target policy smoothing: clipped Gaussian noise on the target action
-        if self.target_policy_smoothing:
-            noise = actions.clone().data.normal_(0, self.target_policy_noise)
-            noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
-            next_actions = (actor(next_observations) + noise).clamp(-1, 1)
-        else:
-            next_actions = actor(next_observations)
-        next_q_values = th.cat(critic(next_observations, next_actions), dim=1)
-        # Component 6, clipped double Q-learning: the minimum over the critics
-        if self.clipped_double_q:
-            next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
-        return next_q_values
+        stats.record(self.logger, self._n_updates)
 
     def learn(
         self: SelfAblatableTD3,

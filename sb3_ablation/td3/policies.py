@@ -1,5 +1,6 @@
 """Policies of AblatableTD3: DDPG's policy with a choice of actor, of critic count, and of target copies."""
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch as th
@@ -27,20 +28,48 @@ class GaussianActor(Actor):
     Stochastic actor: a tanh-squashed diagonal Gaussian whose mean and log-std depend on the state.
 
     ``forward`` draws a reparameterized sample (gradients flow through it); ``_predict(deterministic=True)``
-    returns the squashed mean. Parameters as :class:`Actor`.
+    returns the squashed mean. At initialization the log-std head has zero weights and the bias
+    ``log(initial_std)``, so in every state the pre-tanh standard deviation starts at exactly ``initial_std``
+    (per action dimension): the exploration of TD3's Gaussian action noise of that std, instead of SAC's
+    initial std near 1. The weights then learn freely (the log-std stays clamped to [-20, 2], as in SAC).
+
+    :param initial_std: the pre-tanh standard deviation at initialization, one value or one per action dimension
+    Other parameters as :class:`Actor`.
     """
+
+    def __init__(self, *args: Any, initial_std: float | Sequence[float] = 0.1, **kwargs: Any):
+        self.initial_std = initial_std
+        super().__init__(*args, **kwargs)
 
     def _build_networks(self, action_dim: int) -> None:
         self.latent_pi = nn.Sequential(*create_mlp(self.features_dim, -1, self.net_arch, self.activation_fn))
         last_layer_dim = self.net_arch[-1] if len(self.net_arch) > 0 else self.features_dim
         self.mu = nn.Linear(last_layer_dim, action_dim)
         self.log_std = nn.Linear(last_layer_dim, action_dim)
+        initial_std = th.as_tensor(self.initial_std, dtype=th.float32).expand(action_dim)
+        if not bool((initial_std > 0).all()):
+            raise ValueError(f"initial_std of the Gaussian actor must be positive, got {self.initial_std}")
+        with th.no_grad():
+            self.log_std.weight.zero_()
+            self.log_std.bias.copy_(initial_std.log())
         self.action_dist = SquashedDiagGaussianDistribution(action_dim)
 
-    def forward(self, obs: th.Tensor, deterministic: bool = False) -> th.Tensor:
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(initial_std=self.initial_std)
+        return data
+
+    def get_action_dist_params(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """
+        The parameters of the pre-tanh Gaussian in state ``obs``.
+
+        :return: the mean and the (clamped) log standard deviation, shape (batch, action_dim) each
+        """
         latent = self.latent_pi(self.extract_features(obs, self.features_extractor))
-        mean_actions = self.mu(latent)
-        log_std = th.clamp(self.log_std(latent), LOG_STD_MIN, LOG_STD_MAX)
+        return self.mu(latent), th.clamp(self.log_std(latent), LOG_STD_MIN, LOG_STD_MAX)
+
+    def forward(self, obs: th.Tensor, deterministic: bool = False) -> th.Tensor:
+        mean_actions, log_std = self.get_action_dist_params(obs)
         return self.action_dist.actions_from_params(mean_actions, log_std, deterministic=deterministic)
 
     def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
@@ -65,6 +94,8 @@ class AblatableTD3Policy(DDPGPolicy):
     :param share_features_extractor: Whether the actor and the critic share the features extractor
     :param batched_critics: Evaluate all critics as one batched network (the speed mode; not bit-exact with SB3)
     :param deterministic_actor: A deterministic actor (TD3) or a tanh-squashed Gaussian one
+    :param actor_initial_std: The Gaussian actor's pre-tanh standard deviation at initialization (see
+        :class:`GaussianActor`); unused by a deterministic actor
     :param target_networks: Keep target copies of actor and critic. Without them the copies are still built
         (and dropped) so that a seed gives the same initial actor and critic whatever the switch.
     """
@@ -85,9 +116,11 @@ class AblatableTD3Policy(DDPGPolicy):
         share_features_extractor: bool = False,
         batched_critics: bool = False,
         deterministic_actor: bool = True,
+        actor_initial_std: float | Sequence[float] = 0.1,
         target_networks: bool = True,
     ):
         self.deterministic_actor = deterministic_actor
+        self.actor_initial_std = actor_initial_std
         self.target_networks = target_networks
         super().__init__(
             observation_space,
@@ -115,13 +148,20 @@ class AblatableTD3Policy(DDPGPolicy):
     def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> BasePolicy:
         # Component 1, deterministic policy: a deterministic actor explored with action noise,
         # or a stochastic (Gaussian) actor that explores by sampling itself
-        actor_class = Actor if self.deterministic_actor else GaussianActor
         actor_kwargs = self._update_features_extractor(self.actor_kwargs, features_extractor)
-        return actor_class(**actor_kwargs).to(self.device)
+        if self.deterministic_actor:
+            return Actor(**actor_kwargs).to(self.device)
+        return GaussianActor(**actor_kwargs, initial_std=self.actor_initial_std).to(self.device)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
-        data.update(dict(deterministic_actor=self.deterministic_actor, target_networks=self.target_networks))
+        data.update(
+            dict(
+                deterministic_actor=self.deterministic_actor,
+                actor_initial_std=self.actor_initial_std,
+                target_networks=self.target_networks,
+            )
+        )
         return data
 
 
