@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch as th
 
 from sb3_ablation import AblatableTD3
@@ -115,3 +116,69 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_result(tmp_path):
         assert_same_weights(
             folder / f"seed_{seed}.zip", run_path(tmp_path / "whole", "Pendulum-v1", "td3", seed).with_suffix(".zip")
         )
+
+
+def test_evaluation_episodes_side_by_side_are_the_seeded_episodes_one_by_one(tmp_path):
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    from sb3_ablation.study.evaluation import OverestimationEvalCallback, evaluation_seed
+    from sb3_ablation.study.execute import make_manager
+
+    task = {**one_task(tmp_path), "hyperparams": {**one_task(tmp_path)["hyperparams"], "normalize": False}}
+    manager = make_manager(task)
+    model, _ = manager.setup_experiment()
+    manager.eval_env_kwargs = {"max_episode_steps": 30}
+    evaluator = OverestimationEvalCallback(manager.create_envs(3, eval_env=True), eval_freq=10, n_eval_episodes=3, seed=3)
+    evaluator.init_callback(model)
+    first, second = evaluator.evaluate(), evaluator.evaluate()
+    assert len(first["episode_returns"]) == 3 and first["episode_returns"] != second["episode_returns"]
+
+    # episode j of evaluation i starts from seed evaluation_seed(seed, i) + j: the same start states as one by one
+    single = manager.create_envs(1, eval_env=True)
+    for index, result in enumerate((first, second)):
+        evaluator.eval_env.seed(evaluation_seed(3, index))
+        starts = evaluator.eval_env.reset()
+        one_by_one = []
+        for episode in range(3):
+            single.seed(evaluation_seed(3, index) + episode)
+            assert np.array_equal(single.reset()[0], starts[episode])
+            single.seed(evaluation_seed(3, index) + episode)
+            returns, _ = evaluate_policy(model, single, n_eval_episodes=1, deterministic=True, return_episode_rewards=True)
+            one_by_one += returns
+        # the same episodes; the actor's batched forward pass may round the last bit of an action differently
+        assert result["episode_returns"] == pytest.approx(one_by_one, rel=1e-5)
+
+    # an evaluation depends on its index only: a fresh callback gives the same first evaluation (a resumed run too)
+    again = OverestimationEvalCallback(manager.create_envs(3, eval_env=True), eval_freq=10, n_eval_episodes=3, seed=3)
+    again.init_callback(model)
+    assert again.evaluate() == first
+
+
+def test_record_has_diagnostics_per_evaluation_window_and_the_run_warnings(tmp_path, monkeypatch, capsys):
+    # whatever train() logs under the contract's names is averaged per window between evaluations
+    original_train = AblatableTD3.train
+
+    def train(self, gradient_steps, batch_size=100):
+        original_train(self, gradient_steps, batch_size)
+        self.logger.record("train/q1_mean", float(self._n_updates))  # 1, 2, 3, ... one per train() call
+
+    monkeypatch.setattr(AblatableTD3, "train", train)
+    task = one_task(tmp_path, n_timesteps=300, checkpoint_freq=0)
+    task = {**task, "eval_freq": 100, "variant": "no_deterministic_policy",
+            "hyperparams": {**task["hyperparams"], "deterministic_policy": False, "normalize": False}}  # fmt: skip
+    record = execute_run(task)
+    assert record["status"] == "ok", record["traceback"]
+    diagnostics = record["diagnostics"]
+    assert diagnostics["timesteps"] == record["evaluations"]["timesteps"] == [0, 100, 200, 300]
+    # training starts after step 101; the evaluation at step t comes before the update of step t
+    assert diagnostics["q1_mean"] == [None, None, np.mean(np.arange(1, 100)), np.mean(np.arange(100, 200))]
+    contract = {"timesteps", "q1_mean", "q2_mean", "twin_q_gap", "target_q_mean", "td_error", "actor_std"}
+    assert set(diagnostics) <= contract
+    assert all(len(values) == 4 for values in diagnostics.values())
+    assert [len(returns) for returns in record["evaluations"]["episode_returns"]] == [2, 2, 2, 2]
+
+    # the warning is in the record, once, and was not printed
+    assert len([w for w in record["warnings"] if "action_noise" in w]) == 1
+    assert "action_noise" not in capsys.readouterr().err
+    saved = json.loads(Path(task["record"]).read_text())
+    assert saved["format"] == 2 and saved["warnings"] == record["warnings"] and saved["model"] == "seed_3.zip"

@@ -346,7 +346,7 @@ def _build_run(
         manager.eval_env_kwargs = dict(manager.env_kwargs)
         if task.get("eval_max_episode_steps"):
             manager.eval_env_kwargs["max_episode_steps"] = task["eval_max_episode_steps"]
-        n_eval_envs = min(task["eval_episodes"], MAX_EVAL_ENVS)
+        n_eval_envs = task.get("eval_envs") or min(task["eval_episodes"], MAX_EVAL_ENVS)
         evaluator = OverestimationEvalCallback(
             manager.create_envs(n_eval_envs, eval_env=True), eval_freq, task["eval_episodes"], seed=task["seed"]
         )
