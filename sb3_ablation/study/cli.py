@@ -58,6 +58,13 @@ def _study_parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", choices=BACKENDS, help="local processes (default) or a Ray cluster")
     parser.add_argument("--address", help="address of an existing Ray cluster (default with --backend ray: a local Ray)")
     parser.add_argument("--device", help="torch device of each run (default: cpu)")
+    parser.add_argument(
+        "--checkpoint-freq",
+        type=int,
+        metavar="STEPS",
+        help="checkpoint each run at the first episode end after every STEPS steps; a killed run resumes from its "
+        "last checkpoint with the same result (default: 50000; 0: no checkpoints)",
+    )
     parser.add_argument("--out", help="output folder (default: runs/study)")
     parser.add_argument("--report", action="store_true", help="write the report when the study is done")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -67,7 +74,16 @@ def _study_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace) -> StudyConfig:
     """File settings first, then the flags given on the command line, then defaults."""
     settings: dict[str, Any] = load_config_file(args.config) if args.config else {}
-    for name in ("envs", "variants", "n_timesteps", "eval_freq", "eval_episodes", "eval_max_episode_steps", "workers"):
+    for name in (
+        "envs",
+        "variants",
+        "n_timesteps",
+        "eval_freq",
+        "eval_episodes",
+        "eval_max_episode_steps",
+        "workers",
+        "checkpoint_freq",
+    ):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     for name in ("backend", "address", "device", "out"):

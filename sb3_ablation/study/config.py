@@ -5,18 +5,22 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.variants import Variant, resolve_variants
+
+__all__ = ["StudyConfig", "StudyError", "read_manifest", "write_json_atomic"]  # write_json_atomic: moved to common.io
 
 MANIFEST_NAME = "study.json"
 MANIFEST_FORMAT = 1
 BACKENDS = ("local", "ray")
+#: default ``checkpoint_freq``: about ten minutes of a [400, 300] TD3 run on one CPU core, a few seconds to save
+DEFAULT_CHECKPOINT_FREQ = 50_000
 
 # the settings that define what a run is: an output folder is tied to them (execution settings such as
 # workers and backend, and the lists of envs, variants and seeds, may change between invocations)
@@ -46,6 +50,8 @@ class StudyConfig:
     :param backend: ``local`` or ``ray``
     :param address: address of an existing Ray cluster (``ray`` backend only); ``None`` starts a local Ray
     :param device: torch device of each run
+    :param checkpoint_freq: checkpoint each run at the first episode end after every this many steps, so a killed
+        run resumes there (0: never)
     :param progress: show a progress bar
     """
 
@@ -63,6 +69,7 @@ class StudyConfig:
     backend: str = "local"
     address: str | None = None
     device: str = "cpu"
+    checkpoint_freq: int = DEFAULT_CHECKPOINT_FREQ
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -81,6 +88,8 @@ class StudyConfig:
             _check_positive_int(name, getattr(self, name), optional=True)
         _check_positive_int("eval_episodes", self.eval_episodes)
         _check_positive_int("workers", self.workers, optional=True)
+        if self.checkpoint_freq != 0:
+            _check_positive_int("checkpoint_freq", self.checkpoint_freq)
         if self.backend not in BACKENDS:
             raise StudyError(f"unknown backend {self.backend!r}; expected one of {', '.join(BACKENDS)}")
         if self.address and self.backend != "ray":
@@ -181,22 +190,6 @@ def check_envs(envs: list[str]) -> None:
             gym.spec(name)
         except (gym.error.Error, ImportError) as error:
             raise StudyError(f"unknown environment {env_id!r}: {str(error).splitlines()[0]}") from None
-
-
-def write_json_atomic(path: str | os.PathLike, data: Any) -> None:
-    """Write JSON via a temporary file in the same folder and ``os.replace``: readers see the old or the new file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as file:
-            json.dump(data, file, indent=1, default=repr)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
 
 
 def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:

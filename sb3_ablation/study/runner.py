@@ -7,188 +7,27 @@ skips every run whose file says ``"status": "ok"``.
 
 from __future__ import annotations
 
-import json
 import os
-import platform
-import re
 import signal
 import sys
 import threading
 import time
-import traceback
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 from tqdm.auto import tqdm
 
-from sb3_ablation.study.config import StudyConfig, StudyError, check_envs, open_manifest, write_json_atomic
+from sb3_ablation.study.config import StudyConfig, StudyError, check_envs, open_manifest
+from sb3_ablation.study.execute import execute_run, library_versions
+from sb3_ablation.study.store import RUN_FILE_FORMAT, iter_runs, read_run, run_path, safe_name, write_run
 from sb3_ablation.study.variants import Variant
 
-# the eval env's seed is offset from the training seed so the two never replay the same episodes
-EVAL_SEED_OFFSET = 10_000
-RUN_FILE_FORMAT = 1
-
-
-def library_versions() -> dict[str, str]:
-    """Versions of the libraries a run depends on, recorded with every run."""
-    import gymnasium
-    import stable_baselines3
-    import torch
-
-    import sb3_ablation
-
-    return {
-        "sb3_ablation": sb3_ablation.__version__,
-        "stable_baselines3": stable_baselines3.__version__,
-        "torch": torch.__version__,
-        "gymnasium": gymnasium.__version__,
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-    }
-
-
-def safe_name(text: str) -> str:
-    """A file-system-safe version of an env id or variant name (``module:Env-v0`` -> ``module_Env-v0``)."""
-    return re.sub(r"[^A-Za-z0-9_.+-]", "_", text)
-
-
-def run_path(out: str | os.PathLike, env_id: str, variant: str, seed: int) -> Path:
-    return Path(out) / "runs" / safe_name(env_id) / safe_name(variant) / f"seed_{seed}.json"
-
-
-def read_run(path: str | os.PathLike) -> dict | None:
-    """A run file's record, or ``None`` when it is missing or unreadable (then the run is redone)."""
-    try:
-        with open(path) as file:
-            return json.load(file)
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
-def _finite_or_none(value: Any) -> Any:
-    """JSON has no NaN: store non-finite floats as null (read back as NaN by the report)."""
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _finite_or_none(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_or_none(item) for item in value]
-    return value
-
-
-# ----------------------------------------------------------------------------------------------------------------------
-# One run (executed in a worker process or a Ray task; everything it needs travels in the task dict)
-# ----------------------------------------------------------------------------------------------------------------------
-
-
-def _make_vec_env(env_id: str, env_settings: dict[str, Any], seed: int, n_envs: int, max_episode_steps: int | None = None):
-    """
-    The training or evaluation env as rl-zoo builds it: Monitor, the zoo's env wrapper, its VecEnv wrapper,
-    VecNormalize and frame stacking (``env_settings`` as returned by ``split_hyperparams``).
-    """
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
-
-    env_kwargs = dict(env_settings.get("env_kwargs") or {})
-    if max_episode_steps is not None:
-        env_kwargs["max_episode_steps"] = max_episode_steps
-    env = make_vec_env(
-        env_id,
-        n_envs=n_envs,
-        seed=seed,
-        env_kwargs=env_kwargs,
-        wrapper_class=env_settings.get("env_wrapper"),
-        monitor_kwargs=env_settings.get("monitor_kwargs") or None,
-    )
-    if env_settings.get("vec_env_wrapper") is not None:
-        env = env_settings["vec_env_wrapper"](env)
-    if env_settings.get("normalize"):
-        env = VecNormalize(env, **(env_settings.get("normalize_kwargs") or {}))
-    if env_settings.get("frame_stack"):
-        env = VecFrameStack(env, int(env_settings["frame_stack"]))
-    return env
-
-
-def _eval_env_like(env_id: str, env_settings: dict[str, Any], seed: int, max_episode_steps: int | None):
-    """An evaluation env wrapped like the training env; its VecNormalize (if any) is frozen and leaves rewards raw."""
-    from stable_baselines3.common.vec_env import unwrap_vec_normalize
-
-    settings = {**env_settings, "normalize_kwargs": {**(env_settings.get("normalize_kwargs") or {}), "norm_reward": False}}
-    eval_env = _make_vec_env(env_id, settings, seed, n_envs=1, max_episode_steps=max_episode_steps)
-    vec_normalize = unwrap_vec_normalize(eval_env)
-    if vec_normalize is not None:
-        # its statistics are copied from the training env at each evaluation (sync_envs_normalization)
-        vec_normalize.training = False
-    return eval_env
-
-
-def execute_run(task: dict[str, Any]) -> dict[str, Any]:
-    """
-    Train and evaluate one (env, variant, seed). Never raises for a failing run: the record says ``"status":
-    "failed"`` with the error and traceback, and keeps the evaluations made before the failure.
-
-    :param task: see :func:`make_tasks`
-    :return: the run record (JSON-ready)
-    """
-    import torch as th
-
-    # one thread per run: parallel runs on separate cores instead of threads fighting over them
-    th.set_num_threads(1)
-    started = time.time()
-    record: dict[str, Any] = {
-        "format": RUN_FILE_FORMAT,
-        "env": task["env"],
-        "variant": task["variant"],
-        "seed": task["seed"],
-        "algo": task["algo"],
-        "switches": task["switches"],
-        "hyperparams": task["hyperparams"],
-        "eval_freq": task["eval_freq"],
-        "eval_episodes": task["eval_episodes"],
-        "versions": library_versions(),
-        "host": platform.node(),
-        "status": "failed",
-        "error": None,
-        "traceback": None,
-    }
-    callback = None
-    try:
-        import gymnasium as gym
-
-        from sb3_ablation.study.evaluation import OverestimationEvalCallback
-        from sb3_ablation.zoo.hyperparams import ALGOS, split_hyperparams
-
-        probe_env = gym.make(task["env"])
-        try:
-            model_kwargs, n_timesteps, env_settings = split_hyperparams(dict(task["hyperparams"]), probe_env)
-        finally:
-            probe_env.close()
-        record["n_timesteps"] = n_timesteps
-        seed = task["seed"]
-        train_env = _make_vec_env(task["env"], env_settings, seed, n_envs=int(env_settings.get("n_envs", 1)))
-        eval_env = _eval_env_like(task["env"], env_settings, seed + EVAL_SEED_OFFSET, task["eval_max_episode_steps"])
-        eval_freq = task["eval_freq"] or max(1, n_timesteps // 20)
-        record["eval_freq"] = eval_freq
-        policy = model_kwargs.pop("policy", "MlpPolicy")
-        model = ALGOS[task["algo"]](policy, train_env, seed=seed, device=task["device"], verbose=0, **model_kwargs)
-        callback = OverestimationEvalCallback(eval_env, eval_freq=eval_freq, n_eval_episodes=task["eval_episodes"])
-        model.learn(total_timesteps=n_timesteps, callback=callback)
-        train_env.close()
-        eval_env.close()
-        record["status"] = "ok"
-    except Exception as error:  # a failing run is recorded, never stops the study
-        record["error"] = f"{type(error).__name__}: {error}"
-        record["traceback"] = traceback.format_exc()
-    record["evaluations"] = callback.history if callback is not None else {}
-    record["wall_time_s"] = time.time() - started
-    record["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    return _finite_or_none(record)
+# moved to sb3_ablation.study.execute / store; importable from here as before
+__all__ = ["execute_run", "iter_runs", "library_versions", "read_run", "run_path", "run_study", "safe_name"]
 
 
 def failed_record(task: dict[str, Any], error: str) -> dict[str, Any]:
@@ -365,6 +204,9 @@ def make_tasks(config: StudyConfig, variants: list[Variant], resolved: dict[str,
             "eval_episodes": config.eval_episodes,
             "eval_max_episode_steps": config.eval_max_episode_steps,
             "device": config.device,
+            "checkpoint_freq": config.checkpoint_freq,
+            # the worker writes the record (and model, checkpoints) here; the driver writes it again on arrival
+            "record": str(run_path(config.out, env_id, variant.name, seed)),
         }
         for seed in config.seeds
         for env_id in config.envs
@@ -420,7 +262,7 @@ def run_study(config: StudyConfig, log: Callable[[str], Any] = print) -> StudyRe
     )
 
     def on_result(record: dict) -> None:
-        write_json_atomic(run_path(config.out, record["env"], record["variant"], record["seed"]), record)
+        write_run(run_path(config.out, record["env"], record["variant"], record["seed"]), record)
         if record["status"] == "ok":
             result.ok += 1
         else:
@@ -438,11 +280,3 @@ def run_study(config: StudyConfig, log: Callable[[str], Any] = print) -> StudyRe
         progress.close()
     log(result.summary())
     return result
-
-
-def iter_runs(out: str | os.PathLike) -> Iterable[dict]:
-    """Every run record under ``<out>/runs``."""
-    for path in sorted((Path(out) / "runs").glob("*/*/seed_*.json")):
-        record = read_run(path)
-        if record is not None:
-            yield record

@@ -1,0 +1,378 @@
+"""One run of a study, built exactly as ``sb3-ablation train`` builds it, checkpointed, and recorded.
+
+A run is rl_zoo3's experiment: :class:`StudyRunManager` is the :class:`~sb3_ablation.zoo.experiment.
+AblationExperimentManager` that ``train`` uses (same hyperparameter reading, preprocessing, env stack with wrappers,
+VecNormalize, frame stacking and VecTransposeImage, zoo ``callback:`` entries, model constructor and seeding), told
+only to write no log folder and to create no EvalCallback: the study's own evaluation takes its place. With the same
+seed, a study run and ``sb3-ablation train`` therefore end with bit-identical weights on CPU.
+
+Checkpoints (:class:`RunCheckpointCallback`) are taken at the first episode boundary after every ``checkpoint_freq``
+steps, after that step's gradient updates: at an episode boundary every training env has just been reset, so a
+resumed run only has to put each env's random generator back to its state before that reset and reset it again to be
+at exactly the same state (the env itself, e.g. a Box2D or MuJoCo simulator, is not picklable in general). With
+several training envs whose episodes do not end together no boundary is ever reached and no checkpoint is taken.
+Resuming reloads model, replay buffer and VecNormalize statistics through rl_zoo3's ``--trained-agent``
+continuation, then restores the RNG states (Python, NumPy, torch, the action space's), the action noise (reset at
+every episode end, so in its initial state) and the evaluation and diagnostics history; the obs after the reset must
+equal the checkpoint's, or the run starts over. A resumed run ends with exactly the result of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import importlib
+import io
+import os
+import platform
+import random
+import time
+import traceback
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from sb3_ablation.study.store import RUN_FILE_FORMAT, RunCheckpoints, finite_or_none, save_final_model, write_run
+
+#: most envs one evaluation runs side by side (its episodes are split evenly over them)
+MAX_EVAL_ENVS = 16
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries a run depends on, recorded with every run."""
+    import gymnasium
+    import stable_baselines3
+    import torch
+
+    import sb3_ablation
+
+    return {
+        "sb3_ablation": sb3_ablation.__version__,
+        "stable_baselines3": stable_baselines3.__version__,
+        "torch": torch.__version__,
+        "gymnasium": gymnasium.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def _zoo_manager_class() -> type:
+    from sb3_ablation.zoo.experiment import AblationExperimentManager
+
+    class StudyRunManager(AblationExperimentManager):
+        """``train``'s experiment manager, writing no log folder (the study keeps its own files)."""
+
+        def create_log_folder(self) -> None:
+            pass
+
+        def _save_config(self, saved_hyperparams: dict[str, Any]) -> None:
+            pass
+
+        def create_envs(self, n_envs: int, eval_env: bool = False, no_log: bool = False) -> Any:
+            return super().create_envs(n_envs, eval_env=eval_env, no_log=True)  # no Monitor CSV files
+
+    return StudyRunManager
+
+
+def make_manager(task: dict[str, Any], trained_agent: str = "") -> Any:
+    """
+    The rl_zoo3 experiment of one run, as ``sb3-ablation train --algo <algo> --env <env> --seed <seed>
+    --hyperparams <the study's resolved hyperparameters> --eval-freq -1`` sets it up.
+
+    :param task: see :func:`sb3_ablation.study.runner.make_tasks`
+    :param trained_agent: a checkpoint's ``model.zip`` to continue from (rl_zoo3's ``--trained-agent``)
+    """
+    from sb3_ablation.zoo.registry import register
+
+    register()
+    module, _, env_name = task["env"].rpartition(":")
+    if module:
+        importlib.import_module(module)
+    return _zoo_manager_class()(
+        argparse.Namespace(),
+        task["algo"],
+        env_name,
+        log_folder=os.devnull,
+        hyperparams=copy.deepcopy(task["hyperparams"]),
+        trained_agent=trained_agent,
+        eval_freq=-1,
+        seed=task["seed"],
+        log_interval=-1,
+        verbose=0,
+        device=task["device"],
+    )
+
+
+@contextlib.contextmanager
+def captured_warnings(into: dict[str, None]) -> Iterator[None]:
+    """Collect the warnings raised inside (as ``"Category: message"``, each once) instead of printing them."""
+
+    def record(message: Warning | str, category: type[Warning], *_args: Any, **_kwargs: Any) -> None:
+        into[f"{category.__name__}: {message}"] = None
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = record
+        yield
+
+
+def _observe_resets(venv: Any) -> list[Any] | None:
+    """
+    Make each sub-env of a DummyVecEnv note its random generator's state before every reset (the reset itself is
+    unchanged). :return: the list the states go to (index: sub-env), or ``None`` for other VecEnvs.
+    """
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    base = venv.unwrapped
+    if not isinstance(base, DummyVecEnv):
+        return None
+    states: list[Any] = [None] * base.num_envs
+    for index, env in enumerate(base.envs):
+
+        def reset(*args: Any, _index: int = index, _env: Any = env, _reset: Any = env.reset, **kwargs: Any) -> Any:
+            states[_index] = copy.deepcopy(_env.unwrapped.np_random.bit_generator.state)
+            return _reset(*args, **kwargs)
+
+        env.reset = reset
+    return states
+
+
+def _rng_states(model: Any) -> dict[str, Any]:
+    import torch as th
+
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": th.get_rng_state(),
+        "cuda": th.cuda.get_rng_state_all() if th.cuda.is_available() else None,
+        "action_space": copy.deepcopy(model.action_space.np_random.bit_generator.state),
+    }
+
+
+def _set_rng_states(model: Any, states: dict[str, Any]) -> None:
+    import torch as th
+
+    random.setstate(states["python"])
+    np.random.set_state(states["numpy"])
+    th.set_rng_state(states["torch"])
+    if states["cuda"] is not None and th.cuda.is_available():
+        th.cuda.set_rng_state_all(states["cuda"])
+    model.action_space.np_random.bit_generator.state = states["action_space"]
+
+
+class RunCheckpointCallback(BaseCallback):
+    """
+    Checkpoint the run at the first episode boundary after every ``checkpoint_freq`` steps, once that step's gradient
+    updates are done (at the start of the next rollout), through :class:`~sb3_ablation.study.store.RunCheckpoints`.
+
+    :param checkpoints: where the checkpoints go
+    :param checkpoint_freq: steps between checkpoints
+    :param env_name: rl_zoo3's env name (folder of the VecNormalize statistics)
+    :param evaluator: the run's evaluation callback (its history is saved with the checkpoint)
+    :param reset_states: where the training envs note their generators' states before each reset
+    :param run_warnings: warnings of the run so far (saved too: the resumed part will not raise them again)
+    """
+
+    def __init__(
+        self,
+        checkpoints: RunCheckpoints,
+        checkpoint_freq: int,
+        env_name: str,
+        evaluator: Any,
+        reset_states: list[Any],
+        run_warnings: dict[str, None],
+    ):
+        super().__init__()
+        self.checkpoints = checkpoints
+        self.checkpoint_freq = checkpoint_freq
+        self.env_name = env_name
+        self.evaluator = evaluator
+        self.reset_states = reset_states
+        self.run_warnings = run_warnings
+        self.next_checkpoint = checkpoint_freq
+        self._at_boundary = False
+        self.started = time.time()
+        self.wall_time_before = 0.0  # of the runs this one resumes
+
+    def _on_step(self) -> bool:
+        self._at_boundary = bool(np.all(self.locals["dones"]))
+        return True
+
+    def _on_rollout_start(self) -> None:
+        if self._at_boundary and self.num_timesteps >= self.next_checkpoint:
+            self.next_checkpoint = (self.num_timesteps // self.checkpoint_freq + 1) * self.checkpoint_freq
+            state = {
+                "rng": _rng_states(self.model),
+                # SB3's load() drops these (it resets the env); the resumed envs must come back to them
+                "last_obs": self.model._last_obs,
+                "last_original_obs": self.model._last_original_obs,
+                "wall_time_s": self.wall_time_before + time.time() - self.started,
+                "env_reset_states": list(self.reset_states),
+                "evaluator": self.evaluator.state(),
+                "next_checkpoint": self.next_checkpoint,
+                "warnings": list(self.run_warnings),
+            }
+            self.checkpoints.save(self.model, self.env_name, copy.deepcopy(state))
+        self._at_boundary = False
+
+
+def _resume(model: Any, state: dict[str, Any], reset_states: list[Any]) -> None:
+    """
+    Put the freshly built envs and the global RNGs where the checkpointed run was.
+
+    :raise RuntimeError: the envs do not come back to the checkpoint's observation (then the run starts over)
+    """
+    env = model.get_env()
+    base = env.unwrapped
+    for sub_env, generator_state in zip(base.envs, state["env_reset_states"], strict=True):
+        sub_env.unwrapped.np_random.bit_generator.state = generator_state
+    base._reset_seeds()  # unseeded resets, as the auto-reset at the episode end was
+    vec_normalize = model.get_vec_normalize_env()
+    training = vec_normalize.training if vec_normalize is not None else None
+    if vec_normalize is not None:
+        vec_normalize.training = False  # the reset obs is already in the statistics
+    try:
+        obs = env.reset()
+    finally:
+        if vec_normalize is not None:
+            vec_normalize.training = training
+    expected = state["last_obs"]
+    same = (
+        all(np.array_equal(obs[key], expected[key]) for key in obs) if isinstance(obs, dict) else np.array_equal(obs, expected)
+    )
+    if not same:
+        raise RuntimeError("the envs did not come back to the checkpoint's observation")
+    model._last_obs = expected
+    model._last_original_obs = state["last_original_obs"]
+    reset_states[:] = state["env_reset_states"]
+    _set_rng_states(model, state["rng"])
+
+
+def execute_run(task: dict[str, Any]) -> dict[str, Any]:
+    """
+    Train and evaluate one (env, variant, seed), resuming from its last checkpoint if there is one; keep the final
+    model next to the record and remove the checkpoints once done. Never raises for a failing run: the record says
+    ``"status": "failed"`` with the error and traceback, and keeps the evaluations made before the failure (and the
+    checkpoints, so that a retry resumes).
+
+    :param task: see :func:`sb3_ablation.study.runner.make_tasks`
+    :return: the run record (JSON-ready), also written to ``task["record"]`` when that is set
+    """
+    import torch as th
+
+    # one thread per run: parallel runs on separate cores instead of threads fighting over them
+    th.set_num_threads(1)
+    started = time.time()
+    record: dict[str, Any] = {
+        "format": RUN_FILE_FORMAT,
+        **{key: task[key] for key in ("env", "variant", "seed", "algo", "switches", "hyperparams", "eval_freq")},
+        "eval_episodes": task["eval_episodes"],
+        "versions": library_versions(),
+        "host": platform.node(),
+        "status": "failed",
+        "error": None,
+        "traceback": None,
+    }
+    record_path = Path(task["record"]) if task.get("record") else None
+    checkpoints = RunCheckpoints(record_path) if record_path is not None else None
+    run_warnings: dict[str, None] = {}
+    evaluator = None
+    try:
+        with captured_warnings(run_warnings), contextlib.redirect_stdout(io.StringIO()):
+            model, manager, evaluator, callbacks = _build_run(task, checkpoints, run_warnings, record)
+            model.learn(
+                record["n_timesteps"] - model.num_timesteps,
+                callback=callbacks,
+                reset_num_timesteps=model.num_timesteps == 0,
+                **manager_learn_kwargs(manager),
+            )
+            model.get_env().close()
+            evaluator.eval_env.close()
+            if record_path is not None:
+                record.update(save_final_model(model, record_path))
+        record["status"] = "ok"
+    except Exception as error:  # a failing run is recorded, never stops the study
+        record["error"] = f"{type(error).__name__}: {error}"
+        record["traceback"] = traceback.format_exc()
+    if evaluator is not None:
+        record["evaluations"] = evaluator.history
+        record["diagnostics"] = evaluator.diagnostics
+        record["eval_time_s"] = evaluator.eval_time_s
+    else:
+        record["evaluations"] = {}
+    record["warnings"] = list(run_warnings)
+    record["wall_time_s"] = time.time() - started + record.pop("resumed_wall_time_s", 0.0)
+    record["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    record = finite_or_none(record)
+    if record_path is not None:
+        write_run(record_path, record)
+        if record["status"] == "ok":
+            checkpoints.remove()
+    return record
+
+
+def manager_learn_kwargs(manager: Any) -> dict[str, Any]:
+    """The ``learn()`` arguments rl_zoo3's ``ExperimentManager.learn`` passes besides the callbacks."""
+    if manager.log_interval > -1:
+        return {"log_interval": manager.log_interval}
+    return {"log_interval": None} if manager.log_interval < -1 else {}
+
+
+def _build_run(
+    task: dict[str, Any], checkpoints: RunCheckpoints | None, run_warnings: dict[str, None], record: dict[str, Any]
+) -> tuple[Any, Any, Any, list[BaseCallback]]:
+    """The model (fresh or from the last checkpoint), its manager, the evaluation callback and all callbacks."""
+    from stable_baselines3.common.utils import set_random_seed
+
+    from sb3_ablation.study.evaluation import OverestimationEvalCallback
+
+    latest = checkpoints.latest() if checkpoints is not None else None
+    for attempt in (latest, None) if latest is not None else (None,):
+        # as rl_zoo3's train does before building anything
+        set_random_seed(task["seed"])
+        manager = make_manager(task, trained_agent=str(attempt / "model.zip") if attempt is not None else "")
+        model, _ = manager.setup_experiment()
+        reset_states = _observe_resets(model.get_env())
+        record["n_timesteps"] = manager.n_timesteps
+        eval_freq = task["eval_freq"] or max(1, manager.n_timesteps // 20)
+        record["eval_freq"] = eval_freq
+        # the evaluation env as train's EvalCallback gets it (no reward normalization, frozen statistics), with the
+        # training env's env_kwargs and the study's cut of episode length
+        manager.eval_env_kwargs = dict(manager.env_kwargs)
+        if task.get("eval_max_episode_steps"):
+            manager.eval_env_kwargs["max_episode_steps"] = task["eval_max_episode_steps"]
+        n_eval_envs = task.get("eval_envs") or min(task["eval_episodes"], MAX_EVAL_ENVS)
+        evaluator = OverestimationEvalCallback(
+            manager.create_envs(n_eval_envs, eval_env=True), eval_freq, task["eval_episodes"], seed=task["seed"]
+        )
+        callbacks = [*manager.callbacks, evaluator]
+        checkpointer = None
+        if checkpoints is not None and reset_states is not None and task.get("checkpoint_freq"):
+            checkpointer = RunCheckpointCallback(
+                checkpoints, task["checkpoint_freq"], str(manager.env_name), evaluator, reset_states, run_warnings
+            )
+            callbacks.append(checkpointer)
+        if attempt is None:
+            return model, manager, evaluator, callbacks
+        try:
+            state = RunCheckpoints.read_state(attempt)
+            _resume(model, state, reset_states)
+        except Exception as error:  # an unusable checkpoint: start over rather than fail the run
+            warnings.warn(f"checkpoint {attempt} not resumed ({type(error).__name__}: {error}); the run starts over")
+            model.get_env().close()
+            evaluator.eval_env.close()
+            continue
+        evaluator.set_state(state["evaluator"])
+        run_warnings.update(dict.fromkeys(state["warnings"]))
+        record["resumed_wall_time_s"] = state["wall_time_s"]
+        record["resumed_from"] = int(model.num_timesteps)
+        if checkpointer is not None:
+            checkpointer.next_checkpoint = state["next_checkpoint"]
+            checkpointer.wall_time_before = state["wall_time_s"]
+        return model, manager, evaluator, callbacks
+    raise AssertionError("unreachable")

@@ -1,0 +1,159 @@
+"""Where a study keeps its results: run records, final models and in-run checkpoints (all written atomically).
+
+Layout of a study folder::
+
+    <out>/study.json                                  the manifest (settings the folder is tied to)
+    <out>/runs/<env>/<variant>/seed_<k>.json          the run record (format 2, see RUN_FILE_FORMAT)
+    <out>/runs/<env>/<variant>/seed_<k>.zip           its final model (``AblatableTD3.load``)
+    <out>/runs/<env>/<variant>/seed_<k>_vecnormalize.pkl   its VecNormalize statistics, when it normalizes
+    <out>/runs/<env>/<variant>/seed_<k>.checkpoint/   checkpoints of a run in progress (removed when it is done)
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sb3_ablation.common.io import atomic_path, read_json, write_json_atomic
+
+#: format 2: diagnostics, per-episode returns, warnings, the final model's file name
+RUN_FILE_FORMAT = 2
+
+
+def safe_name(text: str) -> str:
+    """A file-system-safe version of an env id or variant name (``module:Env-v0`` -> ``module_Env-v0``)."""
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", text)
+
+
+def run_path(out: str | os.PathLike, env_id: str, variant: str, seed: int) -> Path:
+    """The record of one run: ``<out>/runs/<env>/<variant>/seed_<seed>.json``."""
+    return Path(out) / "runs" / safe_name(env_id) / safe_name(variant) / f"seed_{seed}.json"
+
+
+def model_path(record_path: str | os.PathLike) -> Path:
+    """The final model next to a run record (``seed_<k>.zip``)."""
+    return Path(record_path).with_suffix(".zip")
+
+
+def vecnormalize_path(record_path: str | os.PathLike) -> Path:
+    """The final VecNormalize statistics next to a run record (``seed_<k>_vecnormalize.pkl``)."""
+    path = Path(record_path)
+    return path.with_name(f"{path.stem}_vecnormalize.pkl")
+
+
+def read_run(path: str | os.PathLike) -> dict | None:
+    """A run file's record, or ``None`` when it is missing or unreadable (then the run is redone)."""
+    record = read_json(path)
+    return record if isinstance(record, dict) else None
+
+
+def write_run(path: str | os.PathLike, record: dict[str, Any]) -> None:
+    """Write a run record atomically (non-finite floats become null: JSON has no NaN)."""
+    write_json_atomic(path, finite_or_none(record))
+
+
+def iter_runs(out: str | os.PathLike) -> Iterable[dict]:
+    """Every run record under ``<out>/runs``."""
+    for path in sorted((Path(out) / "runs").glob("*/*/seed_*.json")):
+        record = read_run(path)
+        if record is not None:
+            yield record
+
+
+def finite_or_none(value: Any) -> Any:
+    """JSON has no NaN: store non-finite floats as null (read back as NaN by the report)."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: finite_or_none(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(item) for item in value]
+    return value
+
+
+class RunCheckpoints:
+    """
+    The checkpoints of one run: ``<record>.checkpoint/step_<n>/`` holds ``model.zip``, ``replay_buffer.pkl``,
+    ``<env>/vecnormalize.pkl`` (the names rl_zoo3's ``--trained-agent`` continuation reads) and ``state.pkl`` (RNG
+    states and the run's evaluation history). A step folder is written under a temporary name and renamed when
+    complete; ``latest.json`` then points at it and older folders are removed. A run killed at any moment leaves
+    either the previous checkpoint or the new one.
+
+    :param record_path: the run's record file
+    """
+
+    def __init__(self, record_path: str | os.PathLike):
+        self.folder = Path(record_path).with_suffix(".checkpoint")
+        self.pointer = self.folder / "latest.json"
+
+    def latest(self) -> Path | None:
+        """The newest complete checkpoint folder, or ``None``."""
+        pointer = read_json(self.pointer)
+        if not isinstance(pointer, dict) or "folder" not in pointer:
+            return None
+        folder = self.folder / str(pointer["folder"])
+        return folder if (folder / "state.pkl").is_file() and (folder / "model.zip").is_file() else None
+
+    def save(self, model: Any, env_name: str, state: dict[str, Any]) -> Path:
+        """
+        Save a checkpoint of ``model`` (with its replay buffer and VecNormalize statistics) and ``state``.
+
+        :param model: the algorithm
+        :param env_name: rl_zoo3's env name (the folder its continuation reads ``vecnormalize.pkl`` from)
+        :param state: picklable state of the run (RNG states, callbacks)
+        :return: the checkpoint folder
+        """
+        name = f"step_{model.num_timesteps}"
+        tmp = self.folder / f".{name}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        model.save(tmp / "model.zip")
+        model.save_replay_buffer(tmp / "replay_buffer.pkl")
+        vec_normalize = model.get_vec_normalize_env()
+        if vec_normalize is not None:
+            (tmp / env_name).mkdir()
+            vec_normalize.save(tmp / env_name / "vecnormalize.pkl")
+        with open(tmp / "state.pkl", "wb") as file:
+            pickle.dump(state, file)
+        final = self.folder / name
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+        write_json_atomic(self.pointer, {"folder": name, "timesteps": int(model.num_timesteps), "pid": os.getpid()})
+        for old in self.folder.iterdir():
+            if old.is_dir() and old != final:
+                shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    @staticmethod
+    def read_state(folder: Path) -> dict[str, Any]:
+        with open(folder / "state.pkl", "rb") as file:
+            return pickle.load(file)
+
+    def remove(self) -> None:
+        """Remove every checkpoint of the run (done once it has finished)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def save_final_model(model: Any, record_path: str | os.PathLike) -> dict[str, str]:
+    """
+    Save the final model (and VecNormalize statistics) next to the run record, atomically.
+
+    :return: the record's ``model`` (and ``vecnormalize``) entries: file names relative to the record's folder
+    """
+    entries = {}
+    with atomic_path(model_path(record_path)) as tmp:
+        model.save(tmp)
+    entries["model"] = model_path(record_path).name
+    vec_normalize = model.get_vec_normalize_env()
+    if vec_normalize is not None:
+        with atomic_path(vecnormalize_path(record_path)) as tmp:
+            vec_normalize.save(tmp)
+        entries["vecnormalize"] = vecnormalize_path(record_path).name
+    return entries

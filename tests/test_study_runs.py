@@ -1,0 +1,184 @@
+"""A study run is the run `train` makes, it survives a kill (checkpoints), and its record carries format 2."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch as th
+
+from sb3_ablation import AblatableTD3
+from sb3_ablation.study.config import StudyConfig
+from sb3_ablation.study.execute import execute_run
+from sb3_ablation.study.runner import make_tasks, resolve_hyperparams
+from sb3_ablation.study.store import RunCheckpoints, run_path
+
+# VecNormalize and Ornstein-Uhlenbeck noise: the state a resumed run has to get back is not only the networks'
+OVERRIDES = {
+    "learning_starts": 100,
+    "policy_kwargs": "dict(net_arch=[32])",
+    "batch_size": 32,
+    "normalize": True,
+    "noise_type": "ornstein-uhlenbeck",
+}
+
+
+def one_task(out, n_timesteps=500, **settings) -> dict:
+    config = StudyConfig(
+        envs=["Pendulum-v1"], variants=["td3"], seeds=[3, 4], out=str(out), n_timesteps=n_timesteps,
+        eval_freq=250, eval_episodes=2, hyperparams=OVERRIDES, progress=False, **settings,
+    )  # fmt: skip
+    variants = config.variant_objects
+    return make_tasks(config, variants, resolve_hyperparams(config, variants))[0]
+
+
+def assert_same_weights(path_a, path_b):
+    model_a, model_b = AblatableTD3.load(path_a), AblatableTD3.load(path_b)
+    state_a, state_b = model_a.policy.state_dict(), model_b.policy.state_dict()
+    assert state_a.keys() == state_b.keys()
+    for key in state_a:
+        assert th.equal(state_a[key], state_b[key]), key
+
+
+def test_study_run_is_the_run_train_makes(tmp_path):
+    from sb3_ablation.zoo.train import main as train_main
+
+    task = one_task(tmp_path / "study")
+    record = execute_run(task)
+    assert record["status"] == "ok", record["traceback"]
+    record_path = Path(task["record"])
+    assert record["model"] == "seed_3.zip" and record["vecnormalize"] == "seed_3_vecnormalize.pkl"
+    assert (record_path.parent / record["vecnormalize"]).is_file()
+
+    hyperparams = [f"{key}:{value!r}" for key, value in OVERRIDES.items()]
+    args = ["--algo", "ablatable_td3", "--env", "Pendulum-v1", "--seed", "3", "-n", "500", "--eval-freq", "-1"]
+    assert train_main([*args, "-f", str(tmp_path / "logs"), "--verbose", "0", "--hyperparams", *hyperparams]) == 0
+    (trained,) = (tmp_path / "logs" / "ablatable_td3").glob("Pendulum-v1_*/Pendulum-v1.zip")
+    assert_same_weights(record_path.with_suffix(".zip"), trained)
+    # the VecNormalize statistics too
+    import pickle
+
+    with (
+        open(record_path.parent / record["vecnormalize"], "rb") as a,
+        open(trained.parent / "Pendulum-v1" / "vecnormalize.pkl", "rb") as b,
+    ):
+        stats_a, stats_b = pickle.load(a), pickle.load(b)
+    assert np.array_equal(stats_a.obs_rms.mean, stats_b.obs_rms.mean) and np.array_equal(
+        stats_a.ret_rms.var, stats_b.ret_rms.var
+    )
+
+
+def _study_command(out) -> list[str]:
+    return [
+        sys.executable, "-m", "sb3_ablation", "study", "--env", "Pendulum-v1", "--variants", "td3", "--seeds", "1",
+        "--n-timesteps", "1200", "--eval-freq", "400", "--eval-episodes", "2", "--checkpoint-freq", "200",
+        "--workers", "1", "--no-progress", "--out", str(out),
+        "--hyperparams", *[f"{key}:{value!r}" for key, value in OVERRIDES.items()],
+    ]  # fmt: skip
+
+
+def test_killed_run_resumes_to_exactly_the_uninterrupted_result(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    whole = subprocess.run(_study_command(tmp_path / "whole"), env=env, capture_output=True, text=True)
+    assert whole.returncode == 0, whole.stderr
+
+    killed_out = tmp_path / "killed"
+    driver = subprocess.Popen(_study_command(killed_out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    checkpoints = RunCheckpoints(run_path(killed_out, "Pendulum-v1", "td3", 0))
+    deadline = time.time() + 120
+    while checkpoints.latest() is None and driver.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    pointer = json.loads(checkpoints.pointer.read_text())
+    assert 200 <= pointer["timesteps"] < 1200
+    os.kill(pointer["pid"], signal.SIGKILL)  # the worker process, mid-run
+    _, stderr = driver.communicate(timeout=120)
+    assert driver.returncode == 1, stderr
+    killed = json.loads(run_path(killed_out, "Pendulum-v1", "td3", 0).read_text())
+    assert killed["status"] == "failed" and "died" in killed["error"]
+    assert checkpoints.latest() is not None
+
+    rerun = subprocess.run(_study_command(killed_out), env=env, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert not checkpoints.folder.exists()  # removed once the run is done
+    for seed in (0,):
+        resumed = json.loads(run_path(killed_out, "Pendulum-v1", "td3", seed).read_text())
+        reference = json.loads(run_path(tmp_path / "whole", "Pendulum-v1", "td3", seed).read_text())
+        assert resumed["status"] == "ok" and resumed["warnings"] == reference["warnings"]
+        assert resumed["resumed_from"] == pointer["timesteps"]
+        assert resumed["evaluations"] == reference["evaluations"] and resumed["diagnostics"] == reference["diagnostics"]
+        assert resumed["evaluations"]["timesteps"] == [0, 400, 800, 1200]
+        folder = run_path(killed_out, "Pendulum-v1", "td3", seed).parent
+        assert_same_weights(
+            folder / f"seed_{seed}.zip", run_path(tmp_path / "whole", "Pendulum-v1", "td3", seed).with_suffix(".zip")
+        )
+
+
+def test_evaluation_episodes_side_by_side_are_the_seeded_episodes_one_by_one(tmp_path):
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    from sb3_ablation.study.evaluation import OverestimationEvalCallback, evaluation_seed
+    from sb3_ablation.study.execute import make_manager
+
+    task = {**one_task(tmp_path), "hyperparams": {**one_task(tmp_path)["hyperparams"], "normalize": False}}
+    manager = make_manager(task)
+    model, _ = manager.setup_experiment()
+    manager.eval_env_kwargs = {"max_episode_steps": 30}
+    evaluator = OverestimationEvalCallback(manager.create_envs(3, eval_env=True), eval_freq=10, n_eval_episodes=3, seed=3)
+    evaluator.init_callback(model)
+    first, second = evaluator.evaluate(), evaluator.evaluate()
+    assert len(first["episode_returns"]) == 3 and first["episode_returns"] != second["episode_returns"]
+
+    # episode j of evaluation i starts from seed evaluation_seed(seed, i) + j: the same start states as one by one
+    single = manager.create_envs(1, eval_env=True)
+    for index, result in enumerate((first, second)):
+        evaluator.eval_env.seed(evaluation_seed(3, index))
+        starts = evaluator.eval_env.reset()
+        one_by_one = []
+        for episode in range(3):
+            single.seed(evaluation_seed(3, index) + episode)
+            assert np.array_equal(single.reset()[0], starts[episode])
+            single.seed(evaluation_seed(3, index) + episode)
+            returns, _ = evaluate_policy(model, single, n_eval_episodes=1, deterministic=True, return_episode_rewards=True)
+            one_by_one += returns
+        # the same episodes; the actor's batched forward pass may round the last bit of an action differently
+        assert result["episode_returns"] == pytest.approx(one_by_one, rel=1e-5)
+
+    # an evaluation depends on its index only: a fresh callback gives the same first evaluation (a resumed run too)
+    again = OverestimationEvalCallback(manager.create_envs(3, eval_env=True), eval_freq=10, n_eval_episodes=3, seed=3)
+    again.init_callback(model)
+    assert again.evaluate() == first
+
+
+def test_record_has_diagnostics_per_evaluation_window_and_the_run_warnings(tmp_path, monkeypatch, capsys):
+    # whatever train() logs under the contract's names is averaged per window between evaluations
+    original_train = AblatableTD3.train
+
+    def train(self, gradient_steps, batch_size=100):
+        original_train(self, gradient_steps, batch_size)
+        self.logger.record("train/q1_mean", float(self._n_updates))  # 1, 2, 3, ... one per train() call
+
+    monkeypatch.setattr(AblatableTD3, "train", train)
+    task = one_task(tmp_path, n_timesteps=300, checkpoint_freq=0)
+    task = {**task, "eval_freq": 100, "variant": "no_deterministic_policy",
+            "hyperparams": {**task["hyperparams"], "deterministic_policy": False, "normalize": False}}  # fmt: skip
+    record = execute_run(task)
+    assert record["status"] == "ok", record["traceback"]
+    diagnostics = record["diagnostics"]
+    assert diagnostics["timesteps"] == record["evaluations"]["timesteps"] == [0, 100, 200, 300]
+    # training starts after step 101; the evaluation at step t comes before the update of step t
+    assert diagnostics["q1_mean"] == [None, None, np.mean(np.arange(1, 100)), np.mean(np.arange(100, 200))]
+    contract = {"timesteps", "q1_mean", "q2_mean", "twin_q_gap", "target_q_mean", "td_error", "actor_std"}
+    assert set(diagnostics) <= contract
+    assert all(len(values) == 4 for values in diagnostics.values())
+    assert [len(returns) for returns in record["evaluations"]["episode_returns"]] == [2, 2, 2, 2]
+
+    # the warning is in the record, once, and was not printed
+    assert len([w for w in record["warnings"] if "action_noise" in w]) == 1
+    assert "action_noise" not in capsys.readouterr().err
+    saved = json.loads(Path(task["record"]).read_text())
+    assert saved["format"] == 2 and saved["warnings"] == record["warnings"] and saved["model"] == "seed_3.zip"
