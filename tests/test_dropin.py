@@ -199,6 +199,19 @@ def test_load_takes_sb3s_keywords(saved_td3):
     assert schedule_values and loaded.actor.optimizer.param_groups[0]["lr"] == 5e-4
 
 
+def test_refused_loads_leave_nothing_changed(tmp_path):
+    full = AblatableTD3("MlpPolicy", "Pendulum-v1", **small()).learn(60)
+    full.save(tmp_path / "td3")
+    full.save_replay_buffer(tmp_path / "buffer")
+    with pytest.raises(ValueError, match=r"saved by AblatableTD3 .* load it with AblatableTD3\.load"):
+        DDPG.load(tmp_path / "td3")
+    online = AblatableTD3("MlpPolicy", "Pendulum-v1", replay_buffer=False, **{**small(), "buffer_size": 1, "batch_size": 1})
+    buffer = online.replay_buffer
+    with pytest.raises(ValueError, match="holds 1000 transitions per env, but with replay_buffer=False the model keeps 1"):
+        online.load_replay_buffer(tmp_path / "buffer")
+    assert online.replay_buffer is buffer
+
+
 def test_load_of_a_file_that_is_not_a_model_is_one_line(tmp_path):
     (tmp_path / "junk.zip").write_text("not a zip")
     with pytest.raises(ValueError, match="is not a saved model"):
@@ -256,11 +269,12 @@ def test_cuda_training_and_moving_between_devices(tmp_path, algo_class):
     assert all(param.is_cuda for param in model.policy.parameters())
     model.save(tmp_path / "model")
     on_cpu = algo_class.load(tmp_path / "model", device="cpu")
-    assert_same_weights_and_moments(on_cpu, model.policy.to("cpu") and model)
+    model.policy.to("cpu")
     assert model.actor.optimizer.flat_params.intact() and not model.actor.optimizer.flat_params.flat.is_cuda
+    assert_same_weights_and_moments(on_cpu, model)
     model.policy.to("cuda")
-    model.replay_buffer.device = th.device("cuda")
     model.learn(20, reset_num_timesteps=False)
+    assert all(param.is_cuda for param in model.policy.parameters())
 
 
 def test_learning_rate_schedule_equals_sb3s():

@@ -75,6 +75,7 @@ class DDPG(OffPolicyAlgorithm):
     }
     # Written into policy_kwargs unless given, as SB3's DDPG does (its policy is TD3's, with two critics by default)
     policy_kwargs_defaults: ClassVar[dict[str, Any]] = {"n_critics": 1}
+    switch_names: ClassVar[tuple[str, ...]] = ()  # the component switches (AblatableTD3's)
     policy: DDPGPolicy
     actor: Actor
     actor_target: Actor | None
@@ -83,7 +84,7 @@ class DDPG(OffPolicyAlgorithm):
 
     def __new__(cls, *args: Any, **kwargs: Any):
         # A misspelt keyword gets a message naming the closest valid one (before Python's bare TypeError)
-        check_keyword_arguments(cls, kwargs, highlighted=getattr(cls, "switch_names", ()))
+        check_keyword_arguments(cls, kwargs, highlighted=cls.switch_names)
         return super().__new__(cls)
 
     def __init__(
@@ -328,6 +329,10 @@ class DDPG(OffPolicyAlgorithm):
         :param data: the saved attributes of the model
         :param kwargs: the keyword arguments given to ``load``
         """
+        if "switches" in data and not cls.switch_names:
+            raise ValueError(
+                f"this model was saved by AblatableTD3 (switches {data['switches']}): load it with AblatableTD3.load"
+            )
         if "speed_mode" in kwargs and bool(kwargs.pop("speed_mode")) != bool(data.get("speed_mode", False)):
             raise ValueError(
                 f"speed_mode={not data.get('speed_mode', False)} differs from the saved model's: its critics are "
