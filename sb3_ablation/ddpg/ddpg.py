@@ -76,6 +76,8 @@ class DDPG(OffPolicyAlgorithm):
     # Written into policy_kwargs unless given, as SB3's DDPG does (its policy is TD3's, with two critics by default)
     policy_kwargs_defaults: ClassVar[dict[str, Any]] = {"n_critics": 1}
     switch_names: ClassVar[tuple[str, ...]] = ()  # the component switches (AblatableTD3's)
+    # Policy arguments set by the algorithm's own arguments (see `_implied_policy_kwargs`), not by policy_kwargs
+    implied_policy_arguments: ClassVar[tuple[str, ...]] = ("batched_critics",)
     policy: DDPGPolicy
     actor: Actor
     actor_target: Actor | None
@@ -166,8 +168,12 @@ class DDPG(OffPolicyAlgorithm):
         plain_buffer = self.replay_buffer_class in (None, ReplayBuffer) and not isinstance(self.observation_space, spaces.Dict)
         if plain_buffer and self.n_steps == 1:
             self.replay_buffer_class = FastReplayBuffer
-        # SB3 builds the policy from `policy_kwargs`: for that moment only, with the implied arguments added
-        user_policy_kwargs = self.policy_kwargs
+        # SB3 builds the policy from `policy_kwargs`: for that moment only, with the implied arguments added.
+        # Those are owned by the algorithm's arguments (files of version 0.1 have them in policy_kwargs)
+        user_policy_kwargs = {
+            key: value for key, value in self.policy_kwargs.items() if key not in self.implied_policy_arguments
+        }
+        self.policy_kwargs = user_policy_kwargs
         self.policy_kwargs = {**user_policy_kwargs, **self._implied_policy_kwargs()}
         try:
             super()._setup_model()
@@ -352,8 +358,7 @@ class DDPG(OffPolicyAlgorithm):
     def _comparable_policy_kwargs(cls, policy_kwargs: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
         """``policy_kwargs`` as they build the policy: with the defaults, without what the saved model implies."""
         comparable = {**cls.policy_kwargs_defaults, **policy_kwargs}
-        comparable.pop("batched_critics", None)  # implied by speed_mode (written into policy_kwargs by version 0.1)
-        return comparable
+        return {key: value for key, value in comparable.items() if key not in cls.implied_policy_arguments}
 
     def set_parameters(
         self,

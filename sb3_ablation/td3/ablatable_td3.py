@@ -127,7 +127,8 @@ class AblatableTD3(DDPG):
         standard deviation starts, in every state, at the ``sigma`` of ``action_noise`` (0.1 without action noise),
         so it explores at first as TD3 does; ``train/actor_std`` logs how it evolves.
     :param replay_buffer: (2) False: online updates from the newest transition only (one transition per env kept,
-        batches of one).
+        batches of one). It refuses, at construction, ``HerReplayBuffer``, ``n_steps > 1`` and a ``train_freq``
+        other than one step, which need stored transitions.
     :param target_networks: (3) False: no target copies, targets are computed with the online actor and critics.
     :param target_policy_smoothing: (4) False: no clipped noise on target actions.
     :param delayed_policy_update: (5) False: the actor (and the targets) are updated after every critic update.
@@ -149,6 +150,7 @@ class AblatableTD3(DDPG):
         "MultiInputPolicy": MultiInputPolicy,
     }
     policy_kwargs_defaults: ClassVar[dict[str, Any]] = {}  # TD3's two critics: the policy's default
+    implied_policy_arguments = ("batched_critics", "deterministic_actor", "target_networks")
     policy: AblatableTD3Policy
     switch_names = SWITCHES
 
@@ -324,9 +326,7 @@ class AblatableTD3(DDPG):
     @classmethod
     def _comparable_policy_kwargs(cls, policy_kwargs: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
         comparable = super()._comparable_policy_kwargs(policy_kwargs, data)
-        # Implied by the switches (and written into policy_kwargs by version 0.1), or unused once the actor exists
-        for name in ("deterministic_actor", "target_networks", "actor_initial_std"):
-            comparable.pop(name, None)
+        comparable.pop("actor_initial_std", None)  # acts at initialization only: the saved actor exists
         if not data.get("switches", {}).get("clipped_double_q", True):
             comparable.pop("n_critics", None)  # one critic whatever was given
         return comparable
