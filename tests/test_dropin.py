@@ -394,3 +394,33 @@ def test_sb3_usage_save_load_predict_callbacks(tmp_path, algo_class):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no stray warnings on a plain continued run
         with_env.learn(20, reset_num_timesteps=False)
+
+
+class BoxEnv(gym.Env):
+    """Two-dimensional actions with uneven bounds, float64 spaces: the action and observation handling SB3 tests."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float64)
+        self.action_space = gym.spaces.Box(np.array([-2.0, 0.0]), np.array([3.0, 1.0]), dtype=np.float64)
+        self.steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.steps = 0
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self.steps += 1
+        return self.observation_space.sample(), -float(np.sum(action**2)), False, self.steps >= 20, {}
+
+
+@pytest.mark.parametrize("algo_class", [AblatableTD3, DDPG])
+def test_action_bounds_and_float64_spaces(tmp_path, algo_class):
+    model = algo_class("MlpPolicy", BoxEnv(), action_noise=NormalActionNoise(np.zeros(2), np.full(2, 0.5)), **small())
+    model.learn(80)
+    observations = np.stack([model.observation_space.sample() for _ in range(50)])
+    actions = model.predict(observations)[0]
+    assert actions.shape == (50, 2) and all(model.action_space.contains(action) for action in actions)
+    model.save(tmp_path / "model")
+    loaded = sb3.TD3.load(tmp_path / "model") if algo_class is AblatableTD3 else sb3.DDPG.load(tmp_path / "model")
+    assert np.array_equal(loaded.predict(observations)[0], actions)
