@@ -173,7 +173,6 @@ class DDPG(OffPolicyAlgorithm):
         user_policy_kwargs = {
             key: value for key, value in self.policy_kwargs.items() if key not in self.implied_policy_arguments
         }
-        self.policy_kwargs = user_policy_kwargs
         self.policy_kwargs = {**user_policy_kwargs, **self._implied_policy_kwargs()}
         try:
             super()._setup_model()
