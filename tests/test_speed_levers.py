@@ -1,6 +1,7 @@
 """The bit-exact speed levers of the default mode, each checked against the PyTorch/SB3 code it replaces."""
 
 import numpy as np
+import pytest
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
@@ -10,7 +11,8 @@ from stable_baselines3.common.utils import polyak_update
 from sb3_ablation import AblatableTD3
 from sb3_ablation.common.batched_critic import BatchedContinuousCritic
 from sb3_ablation.common.buffers import FastReplayBuffer
-from sb3_ablation.common.utils import FlatParameters, LeanAdamStep, foreach_polyak_update
+from sb3_ablation.common.optim import FlatAdam, FlatParameters
+from sb3_ablation.common.utils import foreach_polyak_update
 
 SHAPES = [(64, 4), (64,), (64, 64), (64,), (1, 64), (1,), (7, 3)]
 
@@ -35,19 +37,17 @@ def test_flat_parameters_are_aligned_views_with_gradients():
     assert params[0].grad is not None and not params[0].grad.any()
 
 
-def test_flat_lean_adam_equals_torch_adam_per_tensor():
+def test_flat_adam_equals_torch_adam_per_tensor():
     reference, ours = make_params(1), make_params(1)
     reference_optimizer = th.optim.Adam(reference, lr=1e-3)
-    flat = FlatParameters(ours)
-    optimizer = th.optim.Adam([flat.flat], lr=1e-3)
-    optimizer.step = LeanAdamStep(optimizer)
+    optimizer = FlatAdam(ours, lr=1e-3)
     generator = th.Generator().manual_seed(2)
     for _ in range(20):
         grads = [
             th.randn(shape, generator=generator) * 10.0 ** int(th.randint(-6, 3, (), generator=generator)) for shape in SHAPES
         ]
         reference_optimizer.zero_grad()
-        flat.zero_grad()
+        optimizer.zero_grad()
         for ref_param, our_param, grad in zip(reference, ours, grads, strict=True):
             ref_param.grad = grad.clone()
             our_param.grad.add_(grad)
@@ -56,15 +56,56 @@ def test_flat_lean_adam_equals_torch_adam_per_tensor():
     for ref_param, our_param in zip(reference, ours, strict=True):
         assert th.equal(ref_param, our_param)
     assert not th.equal(reference[0], make_params(1)[0])  # the parameters did move
+    # The state is PyTorch's per-parameter one, moments and step equal
+    reference_state, our_state = reference_optimizer.state_dict(), optimizer.state_dict()
+    assert our_state["param_groups"] == reference_state["param_groups"]
+    assert our_state["state"].keys() == reference_state["state"].keys()
+    for index, state in reference_state["state"].items():
+        assert state.keys() == our_state["state"][index].keys()
+        for key, value in state.items():
+            assert th.equal(value, our_state["state"][index][key]), (index, key)
 
 
-def test_lean_adam_step_refuses_other_configurations():
-    param = th.nn.Parameter(th.zeros(3))
-    assert LeanAdamStep.applies_to(th.optim.Adam([param]))
-    assert not LeanAdamStep.applies_to(th.optim.Adam([param], weight_decay=0.1))
-    assert not LeanAdamStep.applies_to(th.optim.Adam([param], amsgrad=True))
-    assert not LeanAdamStep.applies_to(th.optim.AdamW([param]))
-    assert not LeanAdamStep.applies_to(th.optim.Adam([param, th.nn.Parameter(th.zeros(2))]))
+def test_flat_adam_loads_torch_adams_state_and_continues_identically():
+    reference, ours = make_params(1), make_params(1)
+    reference_optimizer, optimizer = th.optim.Adam(reference, lr=1e-3), FlatAdam(ours, lr=1e-3)
+    generator = th.Generator().manual_seed(5)
+
+    def step(params, optimizer_, grads):
+        optimizer_.zero_grad()
+        for param, grad in zip(params, grads, strict=True):
+            if param.grad is None:
+                param.grad = grad.clone()
+            else:
+                param.grad.copy_(grad)
+        optimizer_.step()
+
+    for _ in range(3):
+        step(reference, reference_optimizer, [th.randn(shape, generator=generator) for shape in SHAPES])
+    optimizer.load_state_dict(reference_optimizer.state_dict())
+    with th.no_grad():
+        for ref_param, our_param in zip(reference, ours, strict=True):
+            our_param.copy_(ref_param)
+    for _ in range(3):
+        grads = [th.randn(shape, generator=generator) for shape in SHAPES]
+        step(reference, reference_optimizer, grads)
+        step(ours, optimizer, grads)
+    for ref_param, our_param in zip(reference, ours, strict=True):
+        assert th.equal(ref_param, our_param)
+    # And back: torch's Adam takes our state
+    back = th.optim.Adam(make_params(9), lr=1e-3)
+    back.load_state_dict(optimizer.state_dict())
+    assert th.equal(back.state_dict()["state"][2]["exp_avg"], reference_optimizer.state_dict()["state"][2]["exp_avg"])
+
+
+def test_flat_adam_refuses_what_it_does_not_implement():
+    for options in (dict(weight_decay=0.1), dict(amsgrad=True), dict(maximize=True)):
+        with pytest.raises(ValueError, match="FlatAdam implements plain Adam only"):
+            FlatAdam(make_params(0), **options)
+    optimizer = FlatAdam(make_params(0))
+    state = th.optim.Adam(make_params(0)[:3]).state_dict()
+    with pytest.raises(ValueError, match="doesn't match the size of optimizer's group"):
+        optimizer.load_state_dict(state)
 
 
 def test_foreach_polyak_equals_sb3_polyak():

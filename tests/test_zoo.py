@@ -263,3 +263,38 @@ def test_every_subpackage_is_packaged():
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     on_disk = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "sb3_ablation").rglob("__init__.py")}
     assert on_disk | {"sb3_ablation.zoo_configs"} == listed
+
+
+@pytest.mark.parametrize(
+    "algo, switch_off",
+    [("ablatable_td3", None), *[("ablatable_td3", switch) for switch in SWITCHES], ("ddpg_scratch", None)],
+    ids=["td3", *[f"no_{switch}" for switch in SWITCHES], "ddpg_scratch"],
+)
+def test_trained_agent_continues_training_with_its_replay_buffer(tmp_path, capsys, algo, switch_off):
+    switches = [f"{switch_off}:False"] if switch_off else []
+    assert run_train(tmp_path, algo, *switches, "--save-replay-buffer", "--save-freq", "100") == 0
+    first = model_path(tmp_path, algo)
+    assert (first.parent / "replay_buffer.pkl").exists() and (first.parent / "rl_model_100_steps.zip").exists()
+    capsys.readouterr()
+    # -i with the same config: rl_zoo3 passes every hyperparameter (the switches too) to load, and the buffer
+    assert run_train(tmp_path, algo, *switches, "-i", str(first)) == 0
+    assert "Loading replay buffer" in capsys.readouterr().out
+    continued = ALGOS[algo].load(model_path(tmp_path, algo, run=2))
+    if algo == "ablatable_td3":
+        assert continued.switches == {switch: switch != switch_off for switch in SWITCHES}
+    assert continued.num_timesteps == 200 and continued._n_updates > ALGOS[algo].load(first)._n_updates
+
+
+@pytest.mark.parametrize("algo", ["ablatable_td3", "ddpg_scratch"])
+def test_trained_agent_without_buffer_and_enjoy_best_or_checkpoint(tmp_path, capsys, algo):
+    eval_every = ["--eval-freq", "100", "--eval-episodes", "1", "--save-freq", "100"]
+    assert run_train(tmp_path, algo, *eval_every) == 0
+    first = model_path(tmp_path, algo)
+    assert (first.parent / "best_model.zip").exists() and not (first.parent / "replay_buffer.pkl").exists()
+    assert run_train(tmp_path, algo, "-i", str(first)) == 0
+    assert ALGOS[algo].load(model_path(tmp_path, algo, run=2)).num_timesteps == 200
+    for load in (["--load-best"], ["--load-checkpoint", "100"]):
+        capsys.readouterr()
+        args = ["--algo", algo, "--env", ENV, "-f", str(tmp_path / "logs"), "--exp-id", "1", "--no-render", "-n", "210"]
+        assert enjoy.main([*args, *load]) == 0
+        assert "Episode Reward" in capsys.readouterr().out

@@ -1,5 +1,11 @@
 """DDPG written from scratch on SB3's off-policy machinery."""
 
+import copy
+import inspect
+import io
+import pathlib
+import zipfile
+from collections.abc import Iterable
 from typing import Any, ClassVar, TypeVar
 
 import torch as th
@@ -8,16 +14,25 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy, ContinuousCritic
+from stable_baselines3.common.save_util import json_to_data, open_path, save_to_pkl
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, ReplayBufferSamples, Schedule
-from stable_baselines3.common.utils import get_parameters_by_name
+from stable_baselines3.td3 import policies as sb3_td3_policies
 from torch.nn import functional as F
 
 from sb3_ablation.common.buffers import FastReplayBuffer
 from sb3_ablation.common.training_stats import TrainingStats
-from sb3_ablation.common.utils import FlatParameters, LeanAdamStep, check_keyword_arguments, foreach_polyak_update
+from sb3_ablation.common.utils import UnsupportedActionSpaceError, check_keyword_arguments, foreach_polyak_update
 from sb3_ablation.ddpg.policies import Actor, CnnPolicy, DDPGPolicy, MlpPolicy, MultiInputPolicy
 
 SelfDDPG = TypeVar("SelfDDPG", bound="DDPG")
+
+# SB3's TD3 policies (SB3's DDPG uses them too), by alias: our policies have the same modules and parameters
+SB3_TD3_POLICIES: dict[str, type[BasePolicy]] = {
+    "MlpPolicy": sb3_td3_policies.MlpPolicy,
+    "CnnPolicy": sb3_td3_policies.CnnPolicy,
+    "MultiInputPolicy": sb3_td3_policies.MultiInputPolicy,
+}
+SB3_POLICY_ARGUMENTS = set(inspect.signature(sb3_td3_policies.TD3Policy.__init__).parameters) - {"self"}
 
 
 class DDPG(OffPolicyAlgorithm):
@@ -58,6 +73,11 @@ class DDPG(OffPolicyAlgorithm):
         "CnnPolicy": CnnPolicy,
         "MultiInputPolicy": MultiInputPolicy,
     }
+    # Written into policy_kwargs unless given, as SB3's DDPG does (its policy is TD3's, with two critics by default)
+    policy_kwargs_defaults: ClassVar[dict[str, Any]] = {"n_critics": 1}
+    switch_names: ClassVar[tuple[str, ...]] = ()  # the component switches (AblatableTD3's)
+    # Policy arguments set by the algorithm's own arguments (see `_implied_policy_kwargs`), not by policy_kwargs
+    implied_policy_arguments: ClassVar[tuple[str, ...]] = ("batched_critics",)
     policy: DDPGPolicy
     actor: Actor
     actor_target: Actor | None
@@ -66,7 +86,7 @@ class DDPG(OffPolicyAlgorithm):
 
     def __new__(cls, *args: Any, **kwargs: Any):
         # A misspelt keyword gets a message naming the closest valid one (before Python's bare TypeError)
-        check_keyword_arguments(cls, kwargs, highlighted=getattr(cls, "switch_names", ()))
+        check_keyword_arguments(cls, kwargs, highlighted=cls.switch_names)
         return super().__new__(cls)
 
     def __init__(
@@ -111,7 +131,8 @@ class DDPG(OffPolicyAlgorithm):
             replay_buffer_kwargs=replay_buffer_kwargs,
             optimize_memory_usage=optimize_memory_usage,
             n_steps=n_steps,
-            policy_kwargs=dict(policy_kwargs or {}),  # a copy: the switches add to it
+            # As SB3's DDPG: a single critic unless told otherwise, written into policy_kwargs (and the checkpoint)
+            policy_kwargs={**self.policy_kwargs_defaults, **(policy_kwargs or {})},
             stats_window_size=stats_window_size,
             tensorboard_log=tensorboard_log,
             verbose=verbose,
@@ -122,71 +143,53 @@ class DDPG(OffPolicyAlgorithm):
             support_multi_env=True,
         )
         if getattr(self, "action_space", None) is not None and not isinstance(self.action_space, spaces.Box):
-            raise ValueError(
+            raise UnsupportedActionSpaceError(
                 f"{type(self).__name__} needs a continuous action space (gymnasium.spaces.Box), "
                 f"but the environment's action space is {self.action_space}"
             )
         self.speed_mode = speed_mode
-        if speed_mode:
-            # All critics in one batched network: fewer, larger kernels; other random draws and rounding than SB3
-            self.policy_kwargs["batched_critics"] = True
         if _init_setup_model:
             self._setup_model()
 
+    def _implied_policy_kwargs(self) -> dict[str, Any]:
+        """
+        Policy arguments implied by the algorithm's own arguments. They are added when the policy is built and kept
+        out of ``policy_kwargs``, which stays what the user gave (and what SB3 saves and compares on load).
+        """
+        # speed_mode: all critics in one batched network (fewer, larger kernels; other random draws than SB3)
+        return {"batched_critics": True} if self.speed_mode else {}
+
     def _setup_model(self) -> None:
-        plain_buffer = self.replay_buffer_class is None and not isinstance(self.observation_space, spaces.Dict)
+        # A checkpoint written by SB3 names SB3's policy class: build ours, which has the same modules
+        for name, sb3_policy_class in SB3_TD3_POLICIES.items():
+            if self.policy_class is sb3_policy_class:
+                self.policy_class = self.policy_aliases[name]
+        # SB3's ReplayBuffer, sampled faster (same storage, same draws)
+        plain_buffer = self.replay_buffer_class in (None, ReplayBuffer) and not isinstance(self.observation_space, spaces.Dict)
         if plain_buffer and self.n_steps == 1:
             self.replay_buffer_class = FastReplayBuffer
-        super()._setup_model()
+        # SB3 builds the policy from `policy_kwargs`: for that moment only, with the implied arguments added.
+        # Those are owned by the algorithm's arguments (files of version 0.1 have them in policy_kwargs)
+        user_policy_kwargs = {
+            key: value for key, value in self.policy_kwargs.items() if key not in self.implied_policy_arguments
+        }
+        self.policy_kwargs = {**user_policy_kwargs, **self._implied_policy_kwargs()}
+        try:
+            super()._setup_model()
+        finally:
+            self.policy_kwargs = user_policy_kwargs
         self._create_aliases()
-        self._flatten_parameters()
 
     def _create_aliases(self) -> None:
         self.actor = self.policy.actor
         self.actor_target = self.policy.actor_target
         self.critic = self.policy.critic
         self.critic_target = self.policy.critic_target
-        # Parameter lists are built once: the train step runs thousands of times
-        self._actor_leaves = list(self.actor.parameters())
-        self._actor_params = list(self.actor.parameters())
-        self._critic_params = list(self.critic.parameters())
-        if self.actor_target is not None and self.critic_target is not None:
-            self._actor_target_params = list(self.actor_target.parameters())
-            self._critic_target_params = list(self.critic_target.parameters())
-            # Batch-norm running statistics are copied, not averaged (SB3 issue #996)
-            self._running_stats = get_parameters_by_name(self.actor, ["running_"]) + get_parameters_by_name(
-                self.critic, ["running_"]
-            )
-            self._running_stats_target = get_parameters_by_name(self.actor_target, ["running_"]) + get_parameters_by_name(
-                self.critic_target, ["running_"]
-            )
-
-    def _flatten_parameters(self) -> None:
-        """
-        Put each network's parameters in one contiguous buffer and optimize that buffer: the same Adam arithmetic,
-        with a few kernels per step instead of a few per tensor (see :class:`FlatParameters`).
-        Skipped when actor and critic share a features extractor or the optimizer is not Adam.
-        """
-        elementwise_optimizer = issubclass(self.policy.optimizer_class, (th.optim.Adam, th.optim.AdamW))
-        if self.policy.share_features_extractor or not elementwise_optimizer:
-            return
-        for network in (self.actor, self.critic):
-            flat_params = FlatParameters(list(network.parameters()))
-            network.optimizer = self.policy.optimizer_class(
-                [flat_params.flat], lr=self.lr_schedule(1), **self.policy.optimizer_kwargs
-            )
-            network.optimizer.zero_grad = flat_params.zero_grad  # type: ignore[method-assign]
-            if LeanAdamStep.applies_to(network.optimizer):
-                network.optimizer.step = LeanAdamStep(network.optimizer)  # type: ignore[method-assign]
-            network.flat_params = flat_params
-        self._actor_params, self._critic_params = [self.actor.flat_params.flat], [self.critic.flat_params.flat]
-        if self.actor_target is not None and self.critic_target is not None:
-            self._actor_target_params = [FlatParameters(list(self.actor_target.parameters()), gradients=False).flat]
-            self._critic_target_params = [FlatParameters(list(self.critic_target.parameters()), gradients=False).flat]
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)
         self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
+        actor_params = list(self.actor.parameters())
         stats = TrainingStats()
         for _ in range(gradient_steps):
             self._n_updates += 1
@@ -205,7 +208,7 @@ class DDPG(OffPolicyAlgorithm):
             # Actor: the deterministic policy gradient, maximising the critic's value of the actor's action
             actions = self.actor(replay_data.observations)
             actor_loss = -self.critic.q1_forward(replay_data.observations, actions).mean()
-            self._gradient_step(self.actor.optimizer, actor_loss, inputs=self._actor_leaves)
+            self._gradient_step(self.actor.optimizer, actor_loss, inputs=actor_params)
             stats.actor_step(actor_loss)
 
             self._update_target_networks()
@@ -230,9 +233,9 @@ class DDPG(OffPolicyAlgorithm):
 
     def _update_target_networks(self) -> None:
         """Move the target networks towards the online ones (Polyak averaging with ``tau``)."""
-        foreach_polyak_update(self._critic_params, self._critic_target_params, self.tau)
-        foreach_polyak_update(self._actor_params, self._actor_target_params, self.tau)
-        foreach_polyak_update(self._running_stats, self._running_stats_target, 1.0)
+        params, target_params, running_stats, target_running_stats = self.policy.polyak_tensors()
+        foreach_polyak_update(params, target_params, self.tau)
+        foreach_polyak_update(running_stats, target_running_stats, 1.0)
 
     def learn(
         self: SelfDDPG,
@@ -253,9 +256,154 @@ class DDPG(OffPolicyAlgorithm):
         )
 
     def _excluded_save_params(self) -> list[str]:
-        excluded = ["actor", "critic", "actor_target", "critic_target", "_actor_leaves", "_actor_params", "_critic_params"]
-        excluded += ["_actor_target_params", "_critic_target_params", "_running_stats", "_running_stats_target"]
-        return super()._excluded_save_params() + excluded
+        return [*super()._excluded_save_params(), "actor", "critic", "actor_target", "critic_target"]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         return ["policy", "actor.optimizer", "critic.optimizer"], []
+
+    def _sb3_policy_class(self) -> type[BasePolicy] | None:
+        """SB3's TD3 policy class that builds exactly this model's policy, or None where SB3 has no equivalent."""
+        if self.speed_mode or not set(self.policy_kwargs) <= SB3_POLICY_ARGUMENTS:
+            return None
+        names = [name for name, policy_class in self.policy_aliases.items() if self.policy_class is policy_class]
+        return SB3_TD3_POLICIES[names[0]] if names else None
+
+    def save(
+        self,
+        path: str | pathlib.Path | io.BufferedIOBase,
+        exclude: Iterable[str] | None = None,
+        include: Iterable[str] | None = None,
+    ) -> None:
+        """
+        Save the model in SB3's format. Where SB3 can represent the model (our DDPG; AblatableTD3 with every switch
+        on; not in speed mode) the file names SB3's policy and buffer classes, so SB3's ``TD3``/``DDPG`` (and tools
+        without this package) load it; the optimizer states are in PyTorch's per-parameter layout either way.
+        Parameters as SB3's ``save``.
+        """
+        # The two classes are the only differences from the file SB3 writes; swapped for the writing only
+        saved_as: dict[str, Any] = {}
+        sb3_policy_class = self._sb3_policy_class()
+        if sb3_policy_class is not None:
+            saved_as["policy_class"] = sb3_policy_class
+        if self.replay_buffer_class is FastReplayBuffer:
+            saved_as["replay_buffer_class"] = ReplayBuffer
+        originals = {name: self.__dict__[name] for name in saved_as}
+        self.__dict__.update(saved_as)
+        try:
+            super().save(path, exclude=exclude, include=include)
+        finally:
+            self.__dict__.update(originals)
+
+    @classmethod
+    def load(  # type: ignore[override]
+        cls: type[SelfDDPG],
+        path: str | pathlib.Path | io.BufferedIOBase,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
+        **kwargs: Any,
+    ) -> SelfDDPG:
+        """
+        SB3's ``load``, for files written by this package or by SB3's TD3/DDPG, with SB3's keywords.
+
+        Keyword arguments change the loaded model as in SB3, except: ``policy_kwargs`` that build the same policy as
+        the saved ones are accepted (those given at creation), other ones are refused; a component switch equal to
+        the saved one changes nothing, a different one is applied where that is meaningful or refused with an
+        error naming it (see :meth:`AblatableTD3._check_load_kwargs`); ``speed_mode`` cannot change.
+        """
+        data = read_saved_data(path, custom_objects)
+        kwargs = cls._check_load_kwargs(data, dict(kwargs))
+        return super().load(
+            path,
+            env=env,
+            device=device,
+            custom_objects=custom_objects,
+            print_system_info=print_system_info,
+            force_reset=force_reset,
+            **kwargs,
+        )
+
+    @classmethod
+    def _check_load_kwargs(cls, data: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """
+        The keyword arguments of :meth:`load` that SB3's ``load`` should write into the model; raise on a change
+        that cannot be applied to the saved model.
+
+        :param data: the saved attributes of the model
+        :param kwargs: the keyword arguments given to ``load``
+        """
+        if "switches" in data and not cls.switch_names:
+            raise ValueError(
+                f"this model was saved by AblatableTD3 (switches {data['switches']}): load it with AblatableTD3.load"
+            )
+        if "speed_mode" in kwargs and bool(kwargs.pop("speed_mode")) != bool(data.get("speed_mode", False)):
+            raise ValueError(
+                f"speed_mode={not data.get('speed_mode', False)} differs from the saved model's: its critics are "
+                "stored in the other layout (batched or separate)"
+            )
+        if "policy_kwargs" in kwargs:
+            saved = {key: value for key, value in data.get("policy_kwargs", {}).items() if key != "device"}
+            given = kwargs.pop("policy_kwargs") or {}
+            if cls._comparable_policy_kwargs(given, data) != cls._comparable_policy_kwargs(saved, data):
+                raise ValueError(
+                    f"policy_kwargs={given} build another policy than the saved policy_kwargs={saved}; "
+                    "a loaded model keeps its networks"
+                )
+        return kwargs
+
+    @classmethod
+    def _comparable_policy_kwargs(cls, policy_kwargs: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+        """``policy_kwargs`` as they build the policy: with the defaults, without what the saved model implies."""
+        comparable = {**cls.policy_kwargs_defaults, **policy_kwargs}
+        return {key: value for key, value in comparable.items() if key not in cls.implied_policy_arguments}
+
+    def set_parameters(
+        self,
+        load_path_or_dict: str | pathlib.Path | io.BufferedIOBase | dict[str, Any],
+        exact_match: bool = True,
+        device: th.device | str = "auto",
+    ) -> None:
+        """
+        SB3's ``set_parameters`` (parameters in SB3's layout or ours); if loading fails part way, the model keeps
+        the parameters it had. Parameters as SB3's.
+        """
+        previous = copy.deepcopy(self.get_parameters())
+        try:
+            super().set_parameters(load_path_or_dict, exact_match=exact_match, device=device)  # type: ignore[arg-type]
+        except Exception:
+            super().set_parameters(previous, exact_match=True, device=device)
+            raise
+
+    def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
+        """Save the replay buffer, as SB3's ``ReplayBuffer`` where it is our faster one (the same storage)."""
+        buffer = self.replay_buffer
+        if type(buffer) is FastReplayBuffer:
+            buffer = copy.copy(buffer)  # shares the arrays
+            buffer.__class__ = ReplayBuffer
+        save_to_pkl(path, buffer, self.verbose)
+
+    def load_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
+        """SB3's ``load_replay_buffer``; SB3's plain ``ReplayBuffer`` is sampled by our faster one (same storage)."""
+        super().load_replay_buffer(path, truncate_last_traj=truncate_last_traj)
+        if type(self.replay_buffer) is ReplayBuffer and self.replay_buffer_class is FastReplayBuffer:
+            self.replay_buffer.__class__ = FastReplayBuffer
+
+
+def read_saved_data(path: str | pathlib.Path | io.BufferedIOBase, custom_objects: dict[str, Any] | None = None) -> dict:
+    """The saved attributes (``data``) of an SB3 model file, read without its parameters."""
+    file = open_path(path, "r", suffix="zip")
+    position = file.tell()
+    try:
+        with zipfile.ZipFile(file) as archive:
+            if "data" not in archive.namelist():
+                raise ValueError(f"{path} is not a saved model: it has no 'data' entry")
+            return json_to_data(archive.read("data").decode(), custom_objects=custom_objects)
+    except zipfile.BadZipFile as error:
+        raise ValueError(f"{path} is not a saved model (not a zip file)") from error
+    finally:
+        if isinstance(path, io.BufferedIOBase):
+            file.seek(position)  # SB3 reads the same file-like object next
+        else:
+            file.close()

@@ -1,5 +1,6 @@
 """Policies of DDPG: a deterministic actor, a critic, and their target copies."""
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch as th
@@ -15,9 +16,11 @@ from stable_baselines3.common.torch_layers import (
     get_actor_critic_arch,
 )
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
+from stable_baselines3.common.utils import get_parameters_by_name
 from torch import nn
 
 from sb3_ablation.common.batched_critic import BatchedContinuousCritic
+from sb3_ablation.common.optim import FlatAdam, FlatParameters
 
 
 class Actor(BasePolicy):
@@ -97,7 +100,8 @@ class DDPGPolicy(BasePolicy):
     :param normalize_images: Whether to normalize images or not, dividing by 255.0
     :param optimizer_class: The optimizer to use, ``th.optim.Adam`` by default
     :param optimizer_kwargs: Additional keyword arguments, excluding the learning rate, to pass to the optimizer.
-        Adam runs its multi-tensor (``foreach``) implementation unless told otherwise: the same arithmetic, fewer kernels.
+        Plain Adam (the default) runs as :class:`FlatAdam`: the same arithmetic on one flat buffer per network, the
+        same checkpoint layout.
     :param n_critics: Number of critic networks (one for DDPG)
     :param share_features_extractor: Whether the actor and the critic share the features extractor
     :param batched_critics: Evaluate all critics as one batched network (the speed mode; not bit-exact with SB3)
@@ -125,9 +129,6 @@ class DDPGPolicy(BasePolicy):
         batched_critics: bool = False,
     ):
         self.batched_critics = batched_critics
-        optimizer_kwargs = dict(optimizer_kwargs or {})
-        if optimizer_class is th.optim.Adam and not optimizer_kwargs.get("fused"):
-            optimizer_kwargs.setdefault("foreach", True)
         super().__init__(
             observation_space,
             action_space,
@@ -164,7 +165,7 @@ class DDPGPolicy(BasePolicy):
         self.actor = self.make_actor()
         self.actor_target = self.make_actor()
         self.actor_target.load_state_dict(self.actor.state_dict())
-        self.actor.optimizer = self.optimizer_class(self.actor.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        self.actor.optimizer = self.make_optimizer(self.actor.parameters(), lr_schedule)
         if self.share_features_extractor:
             self.critic = self.make_critic(features_extractor=self.actor.features_extractor)
             # The target critic shares the target actor's extractor, as the online ones do
@@ -173,10 +174,62 @@ class DDPGPolicy(BasePolicy):
             self.critic = self.make_critic()
             self.critic_target = self.make_critic()
         self.critic_target.load_state_dict(self.critic.state_dict())
-        self.critic.optimizer = self.optimizer_class(self.critic.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        self.critic.optimizer = self.make_optimizer(self.critic.parameters(), lr_schedule)
         # Target networks are never trained: always in evaluation mode (batch norm, dropout)
         self.actor_target.set_training_mode(False)
         self.critic_target.set_training_mode(False)
+        self._flat_targets: dict[str, FlatParameters] = {}
+        self._polyak_tensors: tuple[list[th.Tensor], ...] | None = None
+
+    def make_optimizer(self, params: Iterator[th.nn.Parameter], lr_schedule: Schedule) -> th.optim.Optimizer:
+        """
+        The optimizer of one network: plain Adam runs as :class:`FlatAdam` (bit-identical, one buffer per network),
+        unless actor and critic share a features extractor (a parameter cannot live in two buffers).
+        """
+        flat = self.optimizer_class is th.optim.Adam and FlatAdam.supports(self.optimizer_kwargs)
+        optimizer_class = FlatAdam if flat and not self.share_features_extractor else self.optimizer_class
+        return optimizer_class(params, lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
+
+    def polyak_tensors(self) -> tuple[list[th.Tensor], ...]:
+        """
+        What the target update moves, in matching order: the online and target parameters (each network's flat
+        buffer where its optimizer is :class:`FlatAdam`, critic first), then the batch-norm running statistics of
+        the online and target networks (copied, not averaged: SB3 issue #996). Empty lists without targets.
+        """
+        if self._polyak_tensors is None:
+            online: list[th.Tensor] = []
+            target: list[th.Tensor] = []
+            stats: list[th.Tensor] = []
+            target_stats: list[th.Tensor] = []
+            for name in ("critic", "actor"):
+                network, network_target = getattr(self, name), getattr(self, f"{name}_target")
+                if network_target is None:
+                    continue
+                if isinstance(network.optimizer, FlatAdam):
+                    if name not in self._flat_targets:
+                        self._flat_targets[name] = FlatParameters(list(network_target.parameters()), gradients=False)
+                    online.append(network.optimizer.flat_params.flat)
+                    target.append(self._flat_targets[name].flat)
+                else:
+                    online += list(network.parameters())
+                    target += list(network_target.parameters())
+                stats += get_parameters_by_name(network, ["running_"])
+                target_stats += get_parameters_by_name(network_target, ["running_"])
+            self._polyak_tensors = (online, target, stats, target_stats)
+        return self._polyak_tensors
+
+    def _apply(self, fn: Callable[[th.Tensor], th.Tensor], *args: Any, **kwargs: Any) -> "DDPGPolicy":
+        # Moving (`policy.to(device)`) or casting gives the parameters new storage: the flat buffers follow them
+        super()._apply(fn, *args, **kwargs)
+        for network in (getattr(self, "actor", None), getattr(self, "critic", None)):
+            if isinstance(getattr(network, "optimizer", None), FlatAdam):
+                network.optimizer.follow_parameters()  # type: ignore[union-attr]
+        flat_targets = getattr(self, "_flat_targets", {})
+        for name, flat_params in flat_targets.items():
+            if not flat_params.intact():
+                flat_targets[name] = flat_params.rebuilt()
+        self._polyak_tensors = None
+        return self
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()

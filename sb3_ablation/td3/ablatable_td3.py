@@ -1,15 +1,19 @@
 """TD3 with each of its components behind a keyword switch."""
 
 import inspect
+import io
+import pathlib
 import warnings
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
+import stable_baselines3 as sb3
 import torch as th
-from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.buffers import NStepReplayBuffer, ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise, VectorizedActionNoise
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.her import HerReplayBuffer
 from torch.nn import functional as F
 
 from sb3_ablation.common.training_stats import TrainingStats
@@ -30,6 +34,52 @@ SWITCHES = (
     "delayed_policy_update",
     "clipped_double_q",
 )
+
+
+# Switches that act only on the updates to come: a loaded model can take the other value
+SWITCHES_CHANGEABLE_ON_LOAD = ("target_policy_smoothing", "delayed_policy_update")
+# Why the others cannot change on load (the saved model has the networks or buffer of its own setting)
+LOAD_REFUSALS = {
+    "deterministic_policy": "the saved actor is of the other kind (deterministic or Gaussian)",
+    "replay_buffer": "the buffer size and batch size were set for the saved setting; build a new model and copy the "
+    "weights with set_parameters",
+    "target_networks": "target copies exist only when saved with target_networks=True",
+    "clipped_double_q": "the saved model has the critics of the saved setting (two, or one)",
+}
+
+
+def check_switch(name: str, value: Any) -> bool:
+    """A component switch's value as a bool; a one-line ``TypeError`` for anything but True or False."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"switch {name} must be True or False, got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
+def check_online_updates(replay_buffer_class: type[ReplayBuffer] | None, n_steps: int, train_freq: Any) -> None:
+    """
+    Refuse, with one line each, the SB3 settings that ``replay_buffer=False`` (a buffer of the newest transition
+    of each env, updates on it as it arrives) cannot honour.
+    """
+    if replay_buffer_class is not None and issubclass(replay_buffer_class, HerReplayBuffer):
+        raise ValueError("replay_buffer=False cannot use HerReplayBuffer: relabelling goals needs stored episodes")
+    if n_steps > 1 or (replay_buffer_class is not None and issubclass(replay_buffer_class, NStepReplayBuffer)):
+        raise ValueError(f"replay_buffer=False needs n_steps=1 (got {n_steps}): n-step returns need stored transitions")
+    frequency, unit = (train_freq, "step") if isinstance(train_freq, int) else train_freq
+    unit = getattr(unit, "value", unit)
+    if (frequency, unit) != (1, "step"):
+        raise ValueError(
+            f"replay_buffer=False needs train_freq=1 (got {train_freq!r}): it learns from each newest transition as "
+            "it arrives, and the transitions between updates would be dropped unseen"
+        )
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of the first caller outside this package and SB3, for warnings about its arguments."""
+    internal = (str(pathlib.Path(__file__).parents[1]), str(pathlib.Path(sb3.__file__).parent))
+    frame, level = inspect.currentframe(), 0
+    while frame is not None and frame.f_code.co_filename.startswith(internal):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def exploration_std(action_noise: ActionNoise | None) -> float | list[float]:
@@ -77,7 +127,8 @@ class AblatableTD3(DDPG):
         standard deviation starts, in every state, at the ``sigma`` of ``action_noise`` (0.1 without action noise),
         so it explores at first as TD3 does; ``train/actor_std`` logs how it evolves.
     :param replay_buffer: (2) False: online updates from the newest transition only (one transition per env kept,
-        batches of one).
+        batches of one). It refuses, at construction, ``HerReplayBuffer``, ``n_steps > 1`` and a ``train_freq``
+        other than one step, which need stored transitions.
     :param target_networks: (3) False: no target copies, targets are computed with the online actor and critics.
     :param target_policy_smoothing: (4) False: no clipped noise on target actions.
     :param delayed_policy_update: (5) False: the actor (and the targets) are updated after every critic update.
@@ -98,6 +149,8 @@ class AblatableTD3(DDPG):
         "CnnPolicy": CnnPolicy,
         "MultiInputPolicy": MultiInputPolicy,
     }
+    policy_kwargs_defaults: ClassVar[dict[str, Any]] = {}  # TD3's two critics: the policy's default
+    implied_policy_arguments = ("batched_critics", "deterministic_actor", "target_networks")
     policy: AblatableTD3Policy
     switch_names = SWITCHES
 
@@ -145,8 +198,7 @@ class AblatableTD3(DDPG):
             clipped_double_q=clipped_double_q,
         )
         for name, value in switches.items():
-            if not isinstance(value, (bool, np.bool_)):
-                raise TypeError(f"switch {name} must be True or False, got {value!r} ({type(value).__name__})")
+            check_switch(name, value)
         super().__init__(
             policy,
             env,
@@ -182,28 +234,49 @@ class AblatableTD3(DDPG):
         self.target_policy_smoothing = self.switches["target_policy_smoothing"]
         self.delayed_policy_update = self.switches["delayed_policy_update"]
         self.clipped_double_q = self.switches["clipped_double_q"]
-        if _init_setup_model:  # a loaded model restores these from its save instead
-            self._apply_switches()
+        # The Gaussian actor (deterministic_policy=False) starts with the spread of the action noise it replaces
+        self.actor_initial_std = exploration_std(action_noise)
+        if _init_setup_model:
             self._setup_model()
 
+    def _setup_model(self) -> None:
+        # At creation and at load (where the zoo passes every hyperparameter of its entry again)
+        self._apply_switches()
+        super()._setup_model()
+
+    def _implied_policy_kwargs(self) -> dict[str, Any]:
+        implied = super()._implied_policy_kwargs()
+        # Component 1: the Gaussian actor instead of the deterministic one
+        if not self.deterministic_policy:
+            initial_std = self.policy_kwargs.get("actor_initial_std", self.actor_initial_std)
+            implied.update(deterministic_actor=False, actor_initial_std=initial_std)
+        # Component 3: no target copies
+        if not self.target_networks:
+            implied["target_networks"] = False
+        # Component 6: one critic
+        if not self.clipped_double_q:
+            implied["n_critics"] = 1
+        return implied
+
     def _apply_switches(self) -> None:
-        """Set the hyperparameters each switched-off component implies, warning about those it makes unused."""
+        """
+        Set the hyperparameters each switched-off component implies, warning about those it makes unused, and
+        refuse the SB3 features a switched-off component cannot work with (one line each).
+        """
         defaults = {name: p.default for name, p in inspect.signature(AblatableTD3.__init__).parameters.items()}
         defaults["n_critics"] = 1
 
         def ignore(name: str, value: Any, component: str, imposed: Any = None, note: str = "") -> None:
             if value != defaults[name] and value != imposed:
-                # stacklevel 4: the line of user code that built the model
                 message = f"{name}={value!r} is ignored because {component}=False{note}"
-                warnings.warn(message, UserWarning, stacklevel=4)
+                warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
 
         if not self.deterministic_policy:
             note = " (only its sigma is used: the Gaussian actor's initial standard deviation)"
             ignore("action_noise", self.action_noise, "deterministic_policy", note=note)
-            # The Gaussian actor explores by sampling itself, starting with the spread of the action noise
-            self.policy_kwargs.setdefault("actor_initial_std", exploration_std(self.action_noise))
-            self.action_noise = None
+            self.action_noise = None  # the Gaussian actor explores by sampling itself
         if not self.switches["replay_buffer"]:
+            check_online_updates(self.replay_buffer_class, self.n_steps, self.train_freq)
             ignore("buffer_size", self.buffer_size, "replay_buffer", imposed=self.n_envs)
             ignore("batch_size", self.batch_size, "replay_buffer", imposed=1)
             ignore("optimize_memory_usage", self.optimize_memory_usage, "replay_buffer")
@@ -218,9 +291,57 @@ class AblatableTD3(DDPG):
             ignore("policy_delay", self.policy_delay, "delayed_policy_update")
         if not self.clipped_double_q:
             ignore("n_critics", self.policy_kwargs.get("n_critics", 1), "clipped_double_q")
-            self.policy_kwargs["n_critics"] = 1
-        self.policy_kwargs["deterministic_actor"] = self.deterministic_policy
-        self.policy_kwargs["target_networks"] = self.target_networks
+
+    def _sb3_policy_class(self) -> type[BasePolicy] | None:
+        # With a component switched off there is no SB3 equivalent: the checkpoint is ours
+        return super()._sb3_policy_class() if all(self.switches.values()) else None
+
+    @classmethod
+    def _check_load_kwargs(cls, data: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """
+        As :meth:`DDPG._check_load_kwargs`, and for the component switches: a switch equal to the saved one is
+        dropped (the zoo's ``--trained-agent`` passes them all); a different ``target_policy_smoothing`` or
+        ``delayed_policy_update`` is applied (they act only on the updates to come); a different
+        ``deterministic_policy``, ``replay_buffer``, ``target_networks`` or ``clipped_double_q`` is refused, since
+        the saved networks (or buffer) are those of the other setting.
+        """
+        kwargs = super()._check_load_kwargs(data, kwargs)
+        saved = {name: True for name in SWITCHES} | data.get("switches", {})  # SB3's TD3: every component on
+        changes = {}
+        for name in SWITCHES:
+            if name not in kwargs:
+                continue
+            value = check_switch(name, kwargs.pop(name))
+            if value == saved[name]:
+                continue
+            if name not in SWITCHES_CHANGEABLE_ON_LOAD:
+                raise ValueError(
+                    f"{name}={value} cannot be applied to a model saved with {name}={saved[name]}: {LOAD_REFUSALS[name]}"
+                )
+            changes[name] = value
+        if changes:
+            kwargs.update(changes, switches={**saved, **changes})
+        return kwargs
+
+    @classmethod
+    def _comparable_policy_kwargs(cls, policy_kwargs: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+        comparable = super()._comparable_policy_kwargs(policy_kwargs, data)
+        comparable.pop("actor_initial_std", None)  # acts at initialization only: the saved actor exists
+        if not data.get("switches", {}).get("clipped_double_q", True):
+            comparable.pop("n_critics", None)  # one critic whatever was given
+        return comparable
+
+    def load_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
+        """SB3's ``load_replay_buffer``; with ``replay_buffer=False`` only a buffer of one transition per env fits."""
+        previous = self.replay_buffer
+        super().load_replay_buffer(path, truncate_last_traj=truncate_last_traj)
+        if not self.switches["replay_buffer"] and self.replay_buffer.buffer_size != self.buffer_size:  # type: ignore[union-attr]
+            size = self.replay_buffer.buffer_size  # type: ignore[union-attr]
+            self.replay_buffer = previous
+            raise ValueError(
+                f"the replay buffer in {path} holds {size} transitions per env, but with replay_buffer=False the model "
+                f"keeps {self.buffer_size} (the newest transition of each env)"
+            )
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)
@@ -232,6 +353,7 @@ class AblatableTD3(DDPG):
             next_actor, next_critic = self.actor, self.critic
         # Component 5, delayed policy updates: the actor and the targets move once every `policy_delay` critic updates
         policy_delay = self.policy_delay if self.delayed_policy_update else 1
+        actor_params = list(self.actor.parameters())
         stats = TrainingStats()
         for _ in range(gradient_steps):
             self._n_updates += 1
@@ -267,7 +389,7 @@ class AblatableTD3(DDPG):
                     mean_actions, log_std = self.actor.get_action_dist_params(replay_data.observations)
                     actions = self.actor.action_dist.actions_from_params(mean_actions, log_std)
                 actor_loss = -self.critic.q1_forward(replay_data.observations, actions).mean()
-                self._gradient_step(self.actor.optimizer, actor_loss, inputs=self._actor_leaves)
+                self._gradient_step(self.actor.optimizer, actor_loss, inputs=actor_params)
                 stats.actor_step(actor_loss, log_std)
                 if self.target_networks:
                     self._update_target_networks()
