@@ -92,22 +92,35 @@ def test_fewer_than_five_seeds_make_no_significance_claim(tmp_path):
     assert "(descriptive, no claim)" in text and "[" not in return_row
 
 
-def test_five_seeds_with_a_clear_effect_are_flagged(tmp_path):
-    write_study(tmp_path, leave_one_out(), seeds=range(5))
+def test_five_seeds_with_a_clear_effect_are_flagged_and_every_figure_is_written(tmp_path):
+    envs = ("Pendulum-v1", "MountainCarContinuous-v0")
+    write_study(tmp_path, {**leave_one_out(envs[0]), **leave_one_out(envs[1])}, seeds=range(5))
     text = write_report(tmp_path, reps=REPS).read_text()
     assert "No significance claim" not in text
-    worse_return, worse_bias = table_rows(text, "no_replay_buffer")
-    same_return, same_bias = table_rows(text, "no_clipped_double_q")
+    pendulum = text.split("## MountainCarContinuous-v0")[0]
+    worse_return, worse_bias = table_rows(pendulum, "no_replay_buffer")
+    same_return, same_bias = table_rows(pendulum, "no_clipped_double_q")
     assert worse_return.endswith("| **yes** |") and worse_bias.endswith("| **yes** |")
     assert same_return.endswith("| no |") and same_bias.endswith("| no |")
     # the claims in the summary name their method and the sample size
     assert re.search(
         r"\*\*switching off replay_buffer\*\* lowered the IQM final return by 1,3\d\d\.\d \(\[.*\], difference of IQMs, "
         rf"95% CI from {REPS} independent stratified-bootstrap resamples, n = 5 vs 5 seeds; paired: .*Student-t",
-        text,
+        pendulum,
     )
-    assert "**switching off replay_buffer** raised the IQM overestimation at the end of training by" in text
-    assert "No significant difference in the final return" in text and "no_clipped_double_q (" in text
+    assert "**switching off replay_buffer** raised the IQM overestimation at the end of training by" in pendulum
+    assert "No significant difference in the final return" in pendulum and "no_clipped_double_q (Δ IQM" in pendulum
+    # across envs: flagged as well, in both normalizations
+    assert "### Min/max-normalized score" in text and "### Reference-normalized score" in text
+    assert [row.endswith("| **yes** |") for row in table_rows(text.split("## Across")[1], "no_replay_buffer")] == [True, True]
+
+    names = {path.name for path in (tmp_path / "figures").glob("*.png")}
+    per_env = ("learning_curves", "overestimation", "performance_profile", "final_return_ci")
+    aggregate = ("normalized_score", "normalized_score_reference", "performance_profile", "learning_curves")
+    expected = {f"{env}_{kind}.png" for env in envs for kind in per_env} | {f"aggregate_{kind}.png" for kind in aggregate}
+    assert names == expected
+    assert all(f"(figures/{name})" in text for name in expected)
+    assert not list(tmp_path.glob("**/*.tmp*"))
 
 
 def test_paired_difference_is_the_mean_of_per_seed_differences():
@@ -174,24 +187,6 @@ def test_warnings_are_listed_once_with_their_runs(tmp_path):
     assert text.count(WARNING) == 1 and text.count("RuntimeWarning: overflow") == 1
     assert f"- `{WARNING}`: Pendulum-v1 no_replay_buffer (all seeds); Pendulum-v1 td3 (all seeds)" in text
     assert "- `RuntimeWarning: overflow`: Pendulum-v1 no_clipped_double_q (seeds 2)" in text
-
-
-def test_figures_are_written_for_every_env_and_the_aggregate(tmp_path):
-    envs = ("Pendulum-v1", "MountainCarContinuous-v0")
-    write_study(tmp_path, {**leave_one_out(envs[0]), **leave_one_out(envs[1])}, seeds=range(5))
-    text = write_report(tmp_path, reps=REPS).read_text()
-    names = {path.name for path in (tmp_path / "figures").glob("*.png")}
-    per_env = ("learning_curves", "overestimation", "performance_profile", "final_return_ci")
-    expected = {f"{env}_{kind}.png" for env in envs for kind in per_env}
-    expected |= {
-        "aggregate_normalized_score.png",
-        "aggregate_normalized_score_reference.png",
-        "aggregate_performance_profile.png",
-    }
-    assert names == expected
-    assert all(f"(figures/{name})" in text for name in expected)
-    assert "### Min/max-normalized score" in text and "### Reference-normalized score" in text
-    assert not list(tmp_path.glob("**/*.tmp*"))
 
 
 def test_curve_iqm_ignores_missing_values_and_matches_trim_mean():

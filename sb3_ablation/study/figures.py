@@ -66,6 +66,7 @@ class Panel:
     ylabel: str
     curves: dict[str, CurveEstimate]
     zero_line: bool = False
+    xlabel: str = "environment steps"
 
 
 def plot_curve_panels(suptitle: str, panels: list[Panel], colors: dict[str, Any], path: Path) -> None:
@@ -93,7 +94,7 @@ def plot_curve_panels(suptitle: str, panels: list[Panel], colors: dict[str, Any]
                     linewidth=1.8,
                     labelsize="medium",
                     ticklabelsize="small",
-                    xlabel="environment steps",
+                    xlabel=panel.xlabel,
                     ylabel=panel.ylabel,
                 )
             else:
@@ -102,7 +103,7 @@ def plot_curve_panels(suptitle: str, panels: list[Panel], colors: dict[str, Any]
             ax.lines[-1].set_label(f"{variant} (n={curve.n_runs})")
         if panel.zero_line:
             ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--")
-        ax.set_xlabel("environment steps")
+        ax.set_xlabel(panel.xlabel)
         ax.set_ylabel(panel.ylabel)
         ax.set_title(panel.title, fontsize="medium")
         ax.grid(alpha=0.3)

@@ -47,6 +47,8 @@ from sb3_ablation.study.statistics import (
     curve_estimates,
     env_reference,
     min_permutation_p,
+    normalization_bounds,
+    normalize,
     normalized_scores,
     outcome_statistics,
     performance_profile,
@@ -477,6 +479,8 @@ def _aggregate_section(
         )
         lines += [f"![All envs: {label} final score](figures/aggregate_normalized_score{suffix}.png)", ""]
         if method == "minmax":
+            bounds = normalization_bounds(data, complete, method)[0]
+            lines += _aggregate_curves(data, complete, seeds, bounds, colors, figures, min(reps, CURVE_REPS), seed)
             lines += _profile_figure(
                 "All envs: performance profile of min/max-normalized final scores",
                 matrices,
@@ -487,6 +491,42 @@ def _aggregate_section(
                 seed,
             )
     return lines
+
+
+def _aggregate_curves(
+    data: StudyData,
+    variants: list[str],
+    seeds: list[int],
+    bounds: dict[str, tuple[float, float]],
+    colors: dict[str, Any],
+    figures: Path,
+    reps: int,
+    seed: int,
+) -> list[str]:
+    """The sample-efficiency view across envs: min/max-normalized return over the fraction of training done."""
+    panel = Panel("all envs", "min/max-normalized return", {}, xlabel="fraction of training")
+    for i, variant in enumerate(variants):
+        per_env = []
+        for env in data.envs:
+            timesteps, values = aligned_curves([r for r in data.runs[env][variant] if r.seed in seeds], "mean_return")
+            per_env.append((timesteps / max(timesteps[-1], 1), normalize(values, bounds[env])))
+        fractions = per_env[0][0]
+        if any(len(f) != len(fractions) or not np.allclose(f, fractions) for f, _ in per_env):
+            return ["No across-env learning curves: the envs were evaluated at different fractions of training.", ""]
+        stacked = np.stack([values for _, values in per_env], axis=1)  # (runs, envs, timesteps)
+        point, ci = curve_estimates(stacked, reps=reps, seed=seed + i)
+        panel.curves[variant] = CurveEstimate(fractions, point, ci, stacked.mean(axis=1))
+    band = f"IQM over all runs of all envs, 95% stratified-bootstrap band ({reps:,} resamples, runs resampled within each env)"
+    if len(seeds) < MIN_RUNS:
+        band = f"IQM over all runs of all envs, no band (fewer than {MIN_RUNS} runs); thin lines: each seed's mean over envs"
+    plot_curve_panels(f"Sample efficiency: {band}", [panel], colors, figures / "aggregate_learning_curves.png")
+    return [
+        "![All envs: min/max-normalized learning curves](figures/aggregate_learning_curves.png)",
+        "",
+        f"Sample efficiency: min/max-normalized return (bounds of the final returns, so earlier evaluations can be "
+        f"below 0) over the fraction of training; {band}.",
+        "",
+    ]
 
 
 def _warnings_section(data: StudyData) -> list[str]:

@@ -265,12 +265,13 @@ def curve_estimates(
     IQM over runs at each timestep with its 95% stratified-bootstrap CI (rliable's ``get_interval_estimates`` over
     the timestep grid, as rliable's sample-efficiency curves).
 
-    :param values: (runs, timesteps); NaN entries (a bias with no samples, a diagnostic before learning starts) are
+    :param values: (runs, timesteps), or (runs, tasks, timesteps) for normalized scores of several envs (runs are
+        resampled within each task); NaN entries (a bias with no samples, a diagnostic before learning starts) are
         ignored
     :param min_runs: with fewer runs, no CI
     :return: ``(iqm, ci)`` with ``ci`` of shape (2, timesteps), or ``None`` with fewer than ``min_runs`` runs
     """
-    curves = values[:, None, :]  # (runs, tasks=1, timesteps)
+    curves = values[:, None, :] if values.ndim == 2 else values  # (runs, tasks, timesteps)
     point = iqm_per_timestep(curves)
     if values.shape[0] < min_runs:
         return point, None
@@ -319,15 +320,16 @@ def common_seeds(data: StudyData, variants: list[str]) -> list[int]:
     return sorted(set.intersection(*sets)) if sets else []
 
 
-def normalized_scores(data: StudyData, variants: list[str], method: str = "auto") -> tuple[dict[str, np.ndarray], str]:
+def normalization_bounds(
+    data: StudyData, variants: list[str], method: str = "auto"
+) -> tuple[dict[str, tuple[float, float]], str]:
     """
-    Normalized final returns, a (runs, envs) matrix per variant, for the across-env aggregate. The rows are the seeds
-    every variant finished on every env (:func:`common_seeds`), so row k of two variants is a pair.
+    The (low, high) of each env that a normalized score maps to (0, 1).
 
-    :param method: ``minmax``: ``(return - lowest) / (highest - lowest)`` with the lowest and highest final return of
-        any run of the study on that env; ``reference``: ``(return - random) / (reference - random)`` with
-        :data:`REFERENCE_SCORES`; ``auto``: ``reference`` when every env has reference scores, else ``minmax``
-    :return: variant -> matrix, and a sentence saying how scores were normalized
+    :param method: ``minmax``: the lowest and highest final return of any run of the study on that env;
+        ``reference``: the random-policy and rl-zoo TD3 scores of :data:`REFERENCE_SCORES`; ``auto``: ``reference``
+        when every env has reference scores, else ``minmax``
+    :return: env -> (low, high), and a sentence saying how scores are normalized
     """
     if method not in ("auto", "minmax", "reference"):
         raise ValueError(f"unknown normalization {method!r}: expected 'auto', 'minmax' or 'reference'")
@@ -342,23 +344,39 @@ def normalized_scores(data: StudyData, variants: list[str], method: str = "auto"
             "rl-zoo's published TD3 scores as reference: "
             + ", ".join(f"{env} ({low:g}, {high:g})" for env, (low, high) in bounds.items())
         )
-    else:
-        bounds = {}
-        for env in data.envs:
-            all_scores = np.concatenate([data.final_returns(env, v) for v in variants] or [np.zeros(0)])
-            bounds[env] = (float(np.min(all_scores)), float(np.max(all_scores))) if len(all_scores) else (0.0, 1.0)
-        how = (
-            "min/max-normalized score = (return - lowest) / (highest - lowest), with the lowest and highest final "
-            "return of any run of the study on that env: "
-            + ", ".join(f"{env} ({low:,.1f}, {high:,.1f})" for env, (low, high) in bounds.items())
-        )
+        return bounds, how
+    bounds = {}
+    for env in data.envs:
+        all_scores = np.concatenate([data.final_returns(env, v) for v in variants] or [np.zeros(0)])
+        bounds[env] = (float(np.min(all_scores)), float(np.max(all_scores))) if len(all_scores) else (0.0, 1.0)
+    how = (
+        "min/max-normalized score = (return - lowest) / (highest - lowest), with the lowest and highest final "
+        "return of any run of the study on that env: "
+        + ", ".join(f"{env} ({low:,.1f}, {high:,.1f})" for env, (low, high) in bounds.items())
+    )
+    return bounds, how
+
+
+def normalize(values: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
+    low, high = bounds
+    return (np.asarray(values, dtype=np.float64) - low) / ((high - low) or 1.0)
+
+
+def normalized_scores(data: StudyData, variants: list[str], method: str = "auto") -> tuple[dict[str, np.ndarray], str]:
+    """
+    Normalized final returns, a (runs, envs) matrix per variant, for the across-env aggregate. The rows are the seeds
+    every variant finished on every env (:func:`common_seeds`), so row k of two variants is a pair.
+
+    :param method: see :func:`normalization_bounds`
+    :return: variant -> matrix, and a sentence saying how scores were normalized
+    """
+    bounds, how = normalization_bounds(data, variants, method)
     seeds = common_seeds(data, variants)
     matrices = {}
     for variant in variants:
         columns = []
         for env in data.envs:
-            low, high = bounds[env]
             run_seeds, finals = data.final_values(env, variant, "mean_return")
-            columns.append((finals[np.isin(run_seeds, seeds)] - low) / ((high - low) or 1.0))
+            columns.append(normalize(finals[np.isin(run_seeds, seeds)], bounds[env]))
         matrices[variant] = np.stack(columns, axis=1)
     return matrices, how
