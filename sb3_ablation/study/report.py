@@ -280,11 +280,11 @@ def too_few_runs_note(stats: dict[str, VariantStats], baseline: str | None) -> s
     base_n = stats[baseline].n_runs if baseline in stats else n
     return (
         f"**No significance claim where a variant has fewer than {MIN_RUNS} runs** (here {_seed_counts(stats)} runs "
-        f"per variant). A bootstrap "
-        f"of {n} values is no confidence interval, and an exact permutation test on {base_n} against {n} runs cannot "
-        f"go below p = {min_permutation_p(base_n, n):.2g}. The tables show each seed's value and each seed's "
-        "difference to the baseline (the runs of a seed share initial weights and evaluation episodes); read them as "
-        f"a description of these runs, not as evidence. Run at least {MIN_RUNS} seeds for intervals and tests."
+        f"per variant). A bootstrap of {n} value{'s' if n != 1 else ''} is no confidence interval, and an exact "
+        f"permutation test on {base_n} against {n} runs cannot go below p = {min_permutation_p(base_n, n):.2g}. "
+        "The tables show each seed's value and each seed's difference to the baseline (the runs of a seed share "
+        "initial weights and evaluation episodes); read them as a description of these runs, not as evidence. "
+        f"Run at least {MIN_RUNS} seeds for intervals and tests."
     )
 
 
@@ -325,33 +325,32 @@ def _curve_figures(
         f"IQM over runs, 95% stratified-bootstrap band ({reps:,} resamples) where a variant has {MIN_RUNS}+ runs, "
         "else each run"
     )
-    panels = [
-        Panel("return", "episode return (mean of evaluation episodes)", {}),
-        Panel("value overestimation of critic 1", "Q1(s, a) - discounted return", {}, zero_line=True),
-    ]
-    panels += [Panel(*DIAGNOSTIC_LABELS[key], {}) for key in DIAGNOSTICS]
+    learning = Panel("return", "episode return (mean of evaluation episodes)", {})
+    bias = Panel("value overestimation of critic 1", "Q1(s, a) - discounted return", {}, zero_line=True)
+    diagnostics = [Panel(*DIAGNOSTIC_LABELS[key], {}) for key in DIAGNOSTICS]
     for i, variant in enumerate(shown):
-        for panel, metric in zip(panels, ("mean_return", "bias", *DIAGNOSTICS), strict=True):
+        for panel, metric in zip([learning, bias, *diagnostics], ("mean_return", "bias", *DIAGNOSTICS), strict=True):
             curve = _curve(by_variant[variant], metric, reps, seed + i)
             if curve is not None:
                 panel.curves[variant] = curve
-    plot_curve_panels(f"{env}: learning curves ({band})", panels[:1], colors, figures / f"{name}_learning_curves.png")
-    diagnostic_panels = [panel for panel in panels[1:] if panel.curves]
-    path = figures / f"{name}_overestimation.png"
-    plot_curve_panels(f"{env}: overestimation and training diagnostics", diagnostic_panels, colors, path)
-    logged = [panel.title for panel in diagnostic_panels[1:]]
+    plot_curve_panels(f"{env}: learning curves ({band})", [learning], colors, figures / f"{name}_learning_curves.png")
+    lines = [f"![{env}: learning curves](figures/{name}_learning_curves.png)", "", f"Learning curves: {band}.", ""]
+    logged = [panel for panel in diagnostics if panel.curves]
+    if not bias.curves and not logged:
+        return lines
+    title = f"{env}: value overestimation and training diagnostics"
+    plot_curve_panels(
+        title, [panel for panel in (bias, *logged) if panel.curves], colors, figures / f"{name}_overestimation.png"
+    )
     diagnostics_note = (
-        f" Next to it the training diagnostics the runs logged ({'; '.join(logged)}), each the mean over the "
-        "training steps between two evaluations."
+        f" Next to it the training diagnostics the runs logged ({'; '.join(panel.title for panel in logged)}), each "
+        "the mean over the training steps between two evaluations."
         if logged
         else " The runs logged no training diagnostics (run records of format 1)."
     )
     return [
-        f"![{env}: learning curves](figures/{name}_learning_curves.png)",
-        "",
-        f"Learning curves: {band}.",
-        "",
-        f"![{env}: value overestimation and training diagnostics](figures/{name}_overestimation.png)",
+        *lines,
+        f"![{title}](figures/{name}_overestimation.png)",
         "",
         "Overestimation: at each evaluation, critic 1's Q(s, a) at the states and actions of the evaluation "
         "episodes minus the discounted return obtained from there to the end of the episode (as in Fig. 1 of the "
