@@ -428,6 +428,9 @@ def _profile_figure(
     rliable's performance profile (the fraction of runs above each score: one minus the ECDF of the runs, with
     stratified-bootstrap bands), which is why the report draws no separate ECDF.
     """
+    scores = {variant: values for variant, values in scores.items() if np.size(values)}
+    if not scores:
+        return []
     values = np.concatenate([np.ravel(s) for s in scores.values()])
     taus = np.linspace(values.min(), values.max(), PROFILE_POINTS)
     profiles, cis = performance_profile(scores, taus, reps=reps, seed=seed)
