@@ -1,0 +1,204 @@
+"""The study report on synthetic study folders with known numbers: claims only where the runs carry them, paired
+differences, both run-record formats, warnings and figures."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sb3_ablation.study.config import write_json_atomic
+from sb3_ablation.study.report import load_study, write_report
+from sb3_ablation.study.results import aligned_curves
+from sb3_ablation.study.runner import run_path
+from sb3_ablation.study.statistics import curve_estimates, iqm_per_timestep, min_permutation_p, outcome_statistics
+
+REPS = 200  # small bootstraps keep the tests fast; the effects below are far larger than any CI
+TIMESTEPS = [0, 500, 1000]
+WARNING = "UserWarning: action_noise=NormalActionNoise is ignored because deterministic_policy=False"
+
+
+def run_record(env, variant, seed, final, bias, fmt=2, status="ok", warnings=()):
+    """A run record whose last evaluation has the given return and bias (format 1: evaluations only)."""
+    record = {
+        "format": fmt, "env": env, "variant": variant, "seed": seed, "status": status,
+        "error": None if status == "ok" else "boom",
+        "evaluations": {
+            "timesteps": TIMESTEPS,
+            "mean_return": [final - 100.0, final - 50.0, final],
+            "std_return": [1.0, 1.0, 1.0],
+            "mean_q": [bias, bias, bias],
+            "mean_discounted_return": [0.0, 0.0, 0.0],
+            "bias": [bias + 2.0, None, bias],
+        },
+    }  # fmt: skip
+    if fmt == 2:
+        record["evaluations"]["episode_returns"] = [[final - 100.0] * 2, [final - 50.0] * 2, [final - 1.0, final + 1.0]]
+        record["diagnostics"] = {
+            "timesteps": TIMESTEPS,
+            "q1_mean": [None, 1.0 + seed, 2.0 + seed],
+            "twin_q_gap": [None, 0.5, 0.25],
+            "target_q_mean": [None, 1.0, 2.0],
+            "td_error": [None, 3.0, 1.0],
+        }
+        if variant == "no_deterministic_policy":
+            record["diagnostics"]["actor_std"] = [None, 0.3, 0.1]
+        record["warnings"] = list(warnings)
+    return record
+
+
+def write_study(out, finals, seeds, fmt=2, warnings=None):
+    """
+    :param finals: (env, variant) -> function seed -> (final return, final bias)
+    :param warnings: (env, variant) -> warnings of its runs
+    """
+    envs = list(dict.fromkeys(env for env, _ in finals))
+    variants = list(dict.fromkeys(variant for _, variant in finals))
+    write_json_atomic(out / "study.json", {"envs": envs, "variants": variants, "seeds": list(seeds), "settings": {}})
+    for (env, variant), outcome in finals.items():
+        for seed in seeds:
+            final, bias = outcome(seed)
+            warned = (warnings or {}).get((env, variant), ())
+            write_json_atomic(
+                run_path(out, env, variant, seed), run_record(env, variant, seed, final, bias, fmt, warnings=warned)
+            )
+
+
+def leave_one_out(env="Pendulum-v1"):
+    """td3; no_replay_buffer far worse with far more overestimation; no_clipped_double_q the same as td3."""
+    return {
+        (env, "td3"): lambda seed: (-150.0 - 3 * seed, 1.0 + 0.1 * seed),
+        (env, "no_replay_buffer"): lambda seed: (-1500.0 + 7 * seed, 200.0 + seed),
+        (env, "no_clipped_double_q"): lambda seed: (-150.0 - 3 * seed + (1 if seed % 2 else -1), 1.0 + 0.1 * seed),
+    }
+
+
+def table_rows(text, variant):
+    return [line for line in text.splitlines() if line.startswith(f"| {variant} |")]
+
+
+def test_fewer_than_five_seeds_make_no_significance_claim(tmp_path):
+    write_study(tmp_path, leave_one_out(), seeds=[0, 1])
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert "significant |" not in text and "**yes**" not in text and "significantly" not in text
+    assert "No significance claim where a variant has fewer than 5 runs" in text
+    assert f"cannot go below p = {min_permutation_p(2, 2):.2g}" in text and min_permutation_p(2, 2) == pytest.approx(1 / 3)
+    # per-seed values and per-seed differences instead: -1500 - (-150) = -1350 on seed 0, -1493 - (-153) = -1340 on 1
+    return_row, bias_row = table_rows(text, "no_replay_buffer")
+    assert "s0: -1,500.0, s1: -1,493.0" in return_row and "s0: -1,350.0, s1: -1,340.0" in return_row
+    assert "| -1,345.0 |" in return_row
+    assert "s0: 199.0, s1: 199.9" in bias_row
+    assert "(descriptive, no claim)" in text and "[" not in return_row
+
+
+def test_five_seeds_with_a_clear_effect_are_flagged_and_every_figure_is_written(tmp_path):
+    envs = ("Pendulum-v1", "MountainCarContinuous-v0")
+    write_study(tmp_path, {**leave_one_out(envs[0]), **leave_one_out(envs[1])}, seeds=range(5))
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert "No significance claim" not in text
+    pendulum = text.split("## MountainCarContinuous-v0")[0]
+    worse_return, worse_bias = table_rows(pendulum, "no_replay_buffer")
+    same_return, same_bias = table_rows(pendulum, "no_clipped_double_q")
+    assert worse_return.endswith("| **yes** |") and worse_bias.endswith("| **yes** |")
+    assert same_return.endswith("| no |") and same_bias.endswith("| no |")
+    # the claims in the summary name their method and the sample size
+    assert re.search(
+        r"\*\*switching off replay_buffer\*\* lowered the IQM final return by 1,3\d\d\.\d \(\[.*\], difference of IQMs, "
+        rf"95% CI from {REPS} independent stratified-bootstrap resamples, n = 5 vs 5 seeds; paired: .*Student-t",
+        pendulum,
+    )
+    assert "**switching off replay_buffer** raised the IQM overestimation at the end of training by" in pendulum
+    assert "No significant difference in the final return" in pendulum and "no_clipped_double_q (Δ IQM" in pendulum
+    # across envs: flagged as well, in both normalizations
+    assert "### Min/max-normalized score" in text and "### Reference-normalized score" in text
+    assert [row.endswith("| **yes** |") for row in table_rows(text.split("## Across")[1], "no_replay_buffer")] == [True, True]
+
+    names = {path.name for path in (tmp_path / "figures").glob("*.png")}
+    per_env = ("learning_curves", "overestimation", "performance_profile", "final_return_ci")
+    aggregate = ("normalized_score", "normalized_score_reference", "performance_profile", "learning_curves")
+    expected = {f"{env}_{kind}.png" for env in envs for kind in per_env} | {f"aggregate_{kind}.png" for kind in aggregate}
+    assert names == expected
+    assert all(f"(figures/{name})" in text for name in expected)
+    assert not list(tmp_path.glob("**/*.tmp*"))
+
+
+def test_paired_difference_is_the_mean_of_per_seed_differences():
+    rng = np.random.default_rng(1)
+    variant_seeds, baseline_seeds = [0, 1, 2, 3, 4, 6], [1, 2, 3, 4, 5, 6]
+    variant = dict(zip(variant_seeds, rng.normal(10, 5, 6), strict=True))
+    baseline = dict(zip(baseline_seeds, rng.normal(0, 5, 6), strict=True))
+    result = outcome_statistics(
+        {"x": list(variant.values()), "base": list(baseline.values())},
+        "base",
+        reps=REPS,
+        seeds={"x": variant_seeds, "base": baseline_seeds},
+    )["x"]
+    common = [1, 2, 3, 4, 6]
+    differences = np.array([variant[s] - baseline[s] for s in common])
+    assert result.paired_seeds == tuple(common)
+    assert np.array_equal(result.paired_diffs, differences)
+    assert result.paired_diff == pytest.approx(differences.mean())
+    low, high = stats.t.interval(0.95, len(common) - 1, loc=differences.mean(), scale=stats.sem(differences))
+    assert result.paired_ci == pytest.approx((low, high))
+    # the unpaired difference of IQMs is another number (all six runs of each, no pairing)
+    assert result.diff == pytest.approx(
+        stats.trim_mean(list(variant.values()), 0.25) - stats.trim_mean(list(baseline.values()), 0.25)
+    )
+    assert result.diff != pytest.approx(result.paired_diff)
+    # fewer than 5 pairs: the mean, no interval
+    few = outcome_statistics({"x": [1.0, 2.0], "base": [0.0, 0.0]}, "base", reps=REPS, seeds={"x": [0, 1], "base": [0, 1]})
+    assert few["x"].paired_diff == 1.5 and few["x"].paired_ci is None and few["x"].significant is None
+    assert few["x"].iqm_ci is None and few["x"].diff_ci is None
+
+
+def test_format_1_and_format_2_records_both_load(tmp_path):
+    finals = leave_one_out()
+    write_study(tmp_path, {key: finals[key] for key in list(finals)[:1]}, seeds=[0], fmt=1)
+    write_study(tmp_path, {key: finals[key] for key in list(finals)[1:]}, seeds=[0], fmt=2)
+    write_json_atomic(
+        tmp_path / "study.json", {"envs": ["Pendulum-v1"], "variants": [v for _, v in finals], "seeds": [0], "settings": {}}
+    )
+    data = load_study(tmp_path)
+    old, new = data.runs["Pendulum-v1"]["td3"][0], data.runs["Pendulum-v1"]["no_replay_buffer"][0]
+    assert old.diagnostics == {} and old.episode_returns == [] and old.warnings == []
+    assert set(old.values) == set(new.values) == {"mean_return", "std_return", "mean_q", "mean_discounted_return", "bias"}
+    assert math.isnan(new.values["bias"][1]) and new.final("bias") == 200.0
+    assert np.array_equal(new.episode_returns[-1], [-1501.0, -1499.0])
+    timesteps, q1 = aligned_curves(data.runs["Pendulum-v1"]["no_replay_buffer"], "q1_mean")
+    assert np.array_equal(timesteps, TIMESTEPS) and np.isnan(q1[0, 0]) and np.array_equal(q1[0, 1:], [1.0, 2.0])
+    assert aligned_curves(data.runs["Pendulum-v1"]["td3"], "q1_mean")[1].size == 0
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert "twin-critic gap" in text and "| td3 |" in text
+
+
+def test_warnings_are_listed_once_with_their_runs(tmp_path):
+    write_study(
+        tmp_path,
+        leave_one_out(),
+        seeds=[0, 1, 2],
+        warnings={("Pendulum-v1", "no_replay_buffer"): [WARNING, WARNING], ("Pendulum-v1", "td3"): [WARNING]},
+    )
+    failed = run_record(
+        "Pendulum-v1", "no_clipped_double_q", 2, 0.0, 0.0, status="failed", warnings=["RuntimeWarning: overflow"]
+    )
+    write_json_atomic(run_path(tmp_path, "Pendulum-v1", "no_clipped_double_q", 2), failed)
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert text.count(WARNING) == 1 and text.count("RuntimeWarning: overflow") == 1
+    assert f"- `{WARNING}`: Pendulum-v1 no_replay_buffer (all seeds); Pendulum-v1 td3 (all seeds)" in text
+    assert "- `RuntimeWarning: overflow`: Pendulum-v1 no_clipped_double_q (seeds 2)" in text
+
+
+def test_curve_iqm_ignores_missing_values_and_matches_trim_mean():
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(7, 4))
+    values[[0, 3], 1] = np.nan
+    values[:, 3] = np.nan
+    point = iqm_per_timestep(values[:, None, :])
+    for t in range(3):
+        column = values[:, t]
+        assert point[t] == pytest.approx(stats.trim_mean(column[np.isfinite(column)], 0.25))
+    assert np.isnan(point[3])
+    point_again, ci = curve_estimates(values[:, :3], reps=REPS)
+    assert np.array_equal(point_again, point[:3]) and ci.shape == (2, 3) and np.all(ci[0] <= ci[1])
+    assert curve_estimates(values[:4, :3], reps=REPS)[1] is None  # fewer than 5 runs: no band
