@@ -182,3 +182,20 @@ def test_record_has_diagnostics_per_evaluation_window_and_the_run_warnings(tmp_p
     assert "action_noise" not in capsys.readouterr().err
     saved = json.loads(Path(task["record"]).read_text())
     assert saved["format"] == 2 and saved["warnings"] == record["warnings"] and saved["model"] == "seed_3.zip"
+
+
+def test_a_second_study_on_the_same_folder_is_refused_and_a_killed_one_leaves_no_lock(tmp_path):
+    from sb3_ablation.study.store import StudyLockedError, study_lock
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"from sb3_ablation.study.store import study_lock\nwith study_lock({str(tmp_path)!r}):\n"
+         "    print('locked', flush=True)\n    import time; time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout.readline().strip() == "locked"
+    with pytest.raises(StudyLockedError, match=f"pid {holder.pid} .*is writing into"), study_lock(tmp_path):
+        pass
+    holder.kill()  # SIGKILL: no clean-up runs
+    holder.wait()
+    with study_lock(tmp_path):  # the kernel released it with the process
+        pass

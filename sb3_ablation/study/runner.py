@@ -17,13 +17,14 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from sb3_ablation.study.config import StudyConfig, StudyError, check_envs, open_manifest
 from sb3_ablation.study.execute import execute_run, library_versions
-from sb3_ablation.study.store import RUN_FILE_FORMAT, iter_runs, read_run, run_path, safe_name, write_run
+from sb3_ablation.study.store import RUN_FILE_FORMAT, iter_runs, read_run, run_path, safe_name, study_lock, write_run
 from sb3_ablation.study.variants import Variant
 
 # moved to sb3_ablation.study.execute / store; importable from here as before
@@ -162,9 +163,12 @@ class StudyResult:
     failed: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
+        runs = Path(self.out) / "runs"
         text = f"{self.total} runs in {self.out}: {self.skipped} already done, {self.ok} finished now"
+        text += f"\nrun records and final models: {runs}/<env>/<variant>/seed_<k>.json and .zip"
         if self.failed:
-            text += f", {len(self.failed)} failed (rerun the same command to retry them):\n  " + "\n  ".join(self.failed)
+            text += f"\n{len(self.failed)} failed runs (their records say why; rerun the same command to retry them):"
+            text += "".join(f"\n  {line}" for line in self.failed)
         return text
 
 
@@ -206,7 +210,7 @@ def make_tasks(config: StudyConfig, variants: list[Variant], resolved: dict[str,
             "device": config.device,
             "checkpoint_freq": config.checkpoint_freq,
             # the worker writes the record (and model, checkpoints) here; the driver writes it again on arrival
-            "record": str(run_path(config.out, env_id, variant.name, seed)),
+            "record": str(run_path(config.out, env_id, variant.name, seed).resolve()),
         }
         for seed in config.seeds
         for env_id in config.envs
@@ -233,6 +237,13 @@ def run_study(config: StudyConfig, log: Callable[[str], Any] = print) -> StudyRe
     check_envs(config.envs)
     variants = config.variant_objects
     resolved = resolve_hyperparams(config, variants)
+    with study_lock(config.out):
+        return _run_locked(config, variants, resolved, log)
+
+
+def _run_locked(
+    config: StudyConfig, variants: list[Variant], resolved: dict[str, dict[str, dict]], log: Callable[[str], Any]
+) -> StudyResult:
     open_manifest(config, resolved, library_versions())
 
     tasks = make_tasks(config, variants, resolved)

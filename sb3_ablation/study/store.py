@@ -11,17 +11,21 @@ Layout of a study folder::
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import pickle
+import platform
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sb3_ablation.common.io import atomic_path, read_json, write_json_atomic
+from sb3_ablation.study.config import StudyError
 
 #: format 2: diagnostics, per-episode returns, warnings, the final model's file name
 RUN_FILE_FORMAT = 2
@@ -157,3 +161,39 @@ def save_final_model(model: Any, record_path: str | os.PathLike) -> dict[str, st
             vec_normalize.save(tmp)
         entries["vecnormalize"] = vecnormalize_path(record_path).name
     return entries
+
+
+LOCK_NAME = ".study.lock"
+
+
+@contextlib.contextmanager
+def study_lock(out: str | os.PathLike) -> Iterator[None]:
+    """
+    Hold ``<out>/.study.lock`` while a study writes into ``out``: a second study on the same folder fails at once
+    with one line. The lock is the kernel's (``flock``): it goes with the process, so a killed study leaves none.
+
+    :raise StudyLockedError: another study holds the folder
+    """
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK_NAME, "a+") as file:
+        try:
+            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.seek(0)
+            holder = file.read().strip() or "another process"
+            raise StudyLockedError(
+                f"another study ({holder}) is writing into {out}; wait for it to finish or use another --out"
+            ) from None
+        file.seek(0)
+        file.truncate()
+        file.write(f"pid {os.getpid()} on {platform.node()}")
+        file.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(file.fileno(), fcntl.LOCK_UN)
+
+
+class StudyLockedError(StudyError):
+    """Another study is writing into the same output folder."""
