@@ -11,9 +11,8 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from sb3_ablation.study.config import StudyConfig
+from sb3_ablation.study.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.execute import execute_run
-from sb3_ablation.study.runner import make_tasks, resolve_hyperparams
 
 
 def main() -> None:

@@ -13,9 +13,8 @@ import pytest
 import torch as th
 
 from sb3_ablation import AblatableTD3
-from sb3_ablation.study.config import StudyConfig
+from sb3_ablation.study.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.execute import execute_run
-from sb3_ablation.study.runner import make_tasks, resolve_hyperparams
 from sb3_ablation.study.store import RunCheckpoints, run_path
 
 # VecNormalize and Ornstein-Uhlenbeck noise: the state a resumed run has to get back is not only the networks'
@@ -34,7 +33,8 @@ def one_task(out, n_timesteps=500, **settings) -> dict:
         eval_freq=250, eval_episodes=2, hyperparams=OVERRIDES, progress=False, **settings,
     )  # fmt: skip
     variants = config.variant_objects
-    return make_tasks(config, variants, resolve_hyperparams(config, variants))[0]
+    task = make_tasks(config, variants, resolve_hyperparams(config, variants))[0]
+    return {**task, "record": str(run_path(out, "Pendulum-v1", "td3", 3))}
 
 
 def assert_same_weights(path_a, path_b):
