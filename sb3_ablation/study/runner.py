@@ -107,6 +107,8 @@ def _run_locked(
             error = (record.get("error") or "unknown error").splitlines()[0]
             result.failed.append(f"{record['env']} {record['variant']} seed {record['seed']}: {error}")
             progress.write(f"run failed: {result.failed[-1]}")
+        failed = f", {len(result.failed)} failed" if result.failed else ""
+        progress.set_postfix_str(f"last: {record['variant']} seed {record['seed']}{failed}", refresh=False)
         progress.update(1)
 
     try:
