@@ -199,3 +199,16 @@ def test_a_second_study_on_the_same_folder_is_refused_and_a_killed_one_leaves_no
     holder.wait()
     with study_lock(tmp_path):  # the kernel released it with the process
         pass
+
+
+def test_a_study_folder_of_another_record_format_is_not_extended(tmp_path):
+    from sb3_ablation.study.config import StudyError
+    from sb3_ablation.study.store import MANIFEST_NAME, open_manifest
+
+    config = StudyConfig(envs=["Pendulum-v1"], variants=["td3"], seeds=1, out=str(tmp_path), progress=False)
+    manifest = open_manifest(config, {}, {})
+    assert manifest["settings"]["run_format"] == 2
+    del manifest["settings"]["run_format"]  # a folder written before format 2
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps(manifest))
+    with pytest.raises(StudyError, match="run_format"):
+        open_manifest(config, {}, {})

@@ -187,7 +187,9 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
     :raises StudyError: the folder holds a study made with different run settings
     """
     path = Path(config.out) / MANIFEST_NAME
-    pinned = {"settings": config.run_settings(), "hyperparams": to_jsonable(resolved_hyperparams)}
+    # the record format too: runs of another format were evaluated on other episodes and cannot be pooled
+    settings = {**config.run_settings(), "run_format": RUN_FILE_FORMAT}
+    pinned = {"settings": settings, "hyperparams": to_jsonable(resolved_hyperparams)}
     manifest = None
     if path.exists():
         try:
