@@ -11,9 +11,8 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from sb3_ablation.study.config import StudyConfig
+from sb3_ablation.study.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.execute import execute_run
-from sb3_ablation.study.runner import make_tasks, resolve_hyperparams
 
 
 def main() -> None:
@@ -39,8 +38,11 @@ def main() -> None:
             record = execute_run({**task, "eval_envs": n_envs})
             assert record["status"] == "ok", record["traceback"]
             times[mode].append((record["eval_time_s"], record["wall_time_s"]))
-    print(f"{args.env}, net_arch={args.net_arch}, {args.n_timesteps} steps, {args.eval_episodes} episodes every "
-          f"{args.eval_freq} steps ({len(record['evaluations']['timesteps'])} evaluations), median of {args.repeats}")  # fmt: skip
+    n_evaluations = len(record["evaluations"]["timesteps"])
+    print(
+        f"{args.env}, net_arch={args.net_arch}, {args.n_timesteps} steps, {args.eval_episodes} episodes every "
+        f"{args.eval_freq} steps ({n_evaluations} evaluations), median of {args.repeats}"
+    )
     for mode, values in times.items():
         evaluation = statistics.median(v[0] for v in values)
         total = statistics.median(v[1] for v in values)

@@ -13,9 +13,8 @@ import pytest
 import torch as th
 
 from sb3_ablation import AblatableTD3
-from sb3_ablation.study.config import StudyConfig
+from sb3_ablation.study.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.execute import execute_run
-from sb3_ablation.study.runner import make_tasks, resolve_hyperparams
 from sb3_ablation.study.store import RunCheckpoints, run_path
 
 # VecNormalize and Ornstein-Uhlenbeck noise: the state a resumed run has to get back is not only the networks'
@@ -34,7 +33,8 @@ def one_task(out, n_timesteps=500, **settings) -> dict:
         eval_freq=250, eval_episodes=2, hyperparams=OVERRIDES, progress=False, **settings,
     )  # fmt: skip
     variants = config.variant_objects
-    return make_tasks(config, variants, resolve_hyperparams(config, variants))[0]
+    task = make_tasks(config, variants, resolve_hyperparams(config, variants))[0]
+    return {**task, "record": str(run_path(out, "Pendulum-v1", "td3", 3))}
 
 
 def assert_same_weights(path_a, path_b):
@@ -182,3 +182,33 @@ def test_record_has_diagnostics_per_evaluation_window_and_the_run_warnings(tmp_p
     assert "action_noise" not in capsys.readouterr().err
     saved = json.loads(Path(task["record"]).read_text())
     assert saved["format"] == 2 and saved["warnings"] == record["warnings"] and saved["model"] == "seed_3.zip"
+
+
+def test_a_second_study_on_the_same_folder_is_refused_and_a_killed_one_leaves_no_lock(tmp_path):
+    from sb3_ablation.study.store import StudyLockedError, study_lock
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"from sb3_ablation.study.store import study_lock\nwith study_lock({str(tmp_path)!r}):\n"
+         "    print('locked', flush=True)\n    import time; time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout.readline().strip() == "locked"
+    with pytest.raises(StudyLockedError, match=f"pid {holder.pid} .*is writing into"), study_lock(tmp_path):
+        pass
+    holder.kill()  # SIGKILL: no clean-up runs
+    holder.wait()
+    with study_lock(tmp_path):  # the kernel released it with the process
+        pass
+
+
+def test_a_study_folder_of_another_record_format_is_not_extended(tmp_path):
+    from sb3_ablation.study.config import StudyError
+    from sb3_ablation.study.store import MANIFEST_NAME, open_manifest
+
+    config = StudyConfig(envs=["Pendulum-v1"], variants=["td3"], seeds=1, out=str(tmp_path), progress=False)
+    manifest = open_manifest(config, {}, {})
+    assert manifest["settings"]["run_format"] == 2
+    del manifest["settings"]["run_format"]  # a folder written before format 2
+    (tmp_path / MANIFEST_NAME).write_text(json.dumps(manifest))
+    with pytest.raises(StudyError, match="run_format"):
+        open_manifest(config, {}, {})

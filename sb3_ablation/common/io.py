@@ -16,6 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# the process's umask (read once: setting it is the only way to read it): files get the permissions open() gives
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
@@ -30,6 +34,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     handle, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
     os.close(handle)
     tmp = Path(tmp_name)
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes it private
     try:
         yield tmp
         with open(tmp, "rb+") as file:  # the data is on disk before the name points at it

@@ -27,6 +27,9 @@ DEMO = {
 
 
 def _study_parser() -> argparse.ArgumentParser:
+    # rl_zoo3's train parser describes one (algo, env, seed) run and its log folder; a study takes lists of envs,
+    # variants and seeds plus execution settings, so it has its own parser, with rl_zoo3's StoreDict for --hyperparams
+    # (the same key:value syntax and evaluation as `train`)
     from rl_zoo3.utils import StoreDict
 
     parser = argparse.ArgumentParser(

@@ -1,23 +1,18 @@
-"""Study settings: from the command line or a YAML file, validated, and the manifest that pins them to a folder."""
+"""Planning a study: its settings (command line or YAML file, validated), resolved hyperparameters, and the runs."""
 
 from __future__ import annotations
 
 import importlib
 import json
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.variants import Variant, resolve_variants
 
-__all__ = ["StudyConfig", "StudyError", "read_manifest", "write_json_atomic"]  # write_json_atomic: moved to common.io
-
-MANIFEST_NAME = "study.json"
-MANIFEST_FORMAT = 1
 BACKENDS = ("local", "ray")
 #: default ``checkpoint_freq``: about ten minutes of a [400, 300] TD3 run on one CPU core, a few seconds to save
 DEFAULT_CHECKPOINT_FREQ = 50_000
@@ -192,73 +187,54 @@ def check_envs(envs: list[str]) -> None:
             raise StudyError(f"unknown environment {env_id!r}: {str(error).splitlines()[0]}") from None
 
 
-def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
-    if isinstance(old, dict) and isinstance(new, dict):
-        diffs = []
-        for key in sorted(set(old) | set(new)):
-            diffs += _differences(old.get(key), new.get(key), f"{prefix}{key}.")
-        return diffs
-    return [] if old == new else [f"{prefix.rstrip('.')} ({json.dumps(old)} there, {json.dumps(new)} now)"]
+def resolve_hyperparams(config: StudyConfig, variants: list[Variant]) -> dict[str, dict[str, dict]]:
+    """``{env_id: {algo: zoo hyperparameters with the study's overrides}}`` for every env and algorithm of the study."""
+    from sb3_ablation import SWITCHES
+    from sb3_ablation.zoo.hyperparams import load_hyperparams
+
+    for env_id in config.envs:
+        switch_keys = sorted(set(config.overrides_for(env_id)) & set(SWITCHES))
+        if switch_keys:
+            raise StudyError(f"switches are chosen by the variants, not by hyperparameters: remove {', '.join(switch_keys)}")
+    resolved: dict[str, dict[str, dict]] = {}
+    for env_id in config.envs:
+        for algo in dict.fromkeys(variant.algo for variant in variants):
+            try:
+                resolved.setdefault(env_id, {})[algo] = load_hyperparams(
+                    algo, env_id.rpartition(":")[2], overrides=config.overrides_for(env_id)
+                )
+            except (KeyError, ValueError, TypeError) as error:
+                raise StudyError(f"hyperparameters of {algo} on {env_id}: {error}") from None
+    return resolved
 
 
-def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str, dict]], versions: dict[str, str]) -> dict:
-    """
-    Create the study manifest, or check an existing one and extend its lists of envs, variants and seeds.
-
-    :param config: this invocation's settings
-    :param resolved_hyperparams: ``{env_id: {algo: zoo hyperparameters}}`` as each run will use them
-    :param versions: library versions
-    :return: the manifest as written
-    :raises StudyError: the folder holds a study made with different run settings
-    """
-    path = Path(config.out) / MANIFEST_NAME
-    pinned = {"settings": config.run_settings(), "hyperparams": to_jsonable(resolved_hyperparams)}
-    manifest = None
-    if path.exists():
-        try:
-            with open(path) as file:
-                manifest = json.load(file)
-        except json.JSONDecodeError as error:
-            raise StudyError(f"{path} is not a study manifest ({error}); use another --out") from None
-        old_pinned = {"settings": manifest.get("settings", {}), "hyperparams": manifest.get("hyperparams", {})}
-        # only hyperparameters of envs present in both can conflict; new envs just extend the study
-        old_pinned["hyperparams"] = {
-            env: old_pinned["hyperparams"][env] for env in old_pinned["hyperparams"] if env in pinned["hyperparams"]
+def make_tasks(config: StudyConfig, variants: list[Variant], resolved: dict[str, dict[str, dict]]) -> list[dict[str, Any]]:
+    """One task per (env, variant, seed), seeds outermost so the first results cover every variant."""
+    return [
+        {
+            "env": env_id,
+            "variant": variant.name,
+            "seed": seed,
+            "algo": variant.algo,
+            "switches": dict(variant.switches),
+            # the switches are ordinary zoo hyperparameters of ablatable_td3
+            "hyperparams": {**resolved[env_id][variant.algo], **variant.switches},
+            "eval_freq": config.eval_freq,
+            "eval_episodes": config.eval_episodes,
+            "eval_max_episode_steps": config.eval_max_episode_steps,
+            "device": config.device,
+            "checkpoint_freq": config.checkpoint_freq,
         }
-        new_pinned = {
-            "settings": pinned["settings"],
-            "hyperparams": {env: hp for env, hp in pinned["hyperparams"].items() if env in old_pinned["hyperparams"]},
-        }
-        # algorithms only one side uses (e.g. a reference row added now) cannot conflict either
-        for env in new_pinned["hyperparams"]:
-            common = set(new_pinned["hyperparams"][env]) & set(old_pinned["hyperparams"][env])
-            new_pinned["hyperparams"][env] = {algo: new_pinned["hyperparams"][env][algo] for algo in common}
-            old_pinned["hyperparams"][env] = {algo: old_pinned["hyperparams"][env][algo] for algo in common}
-        # the settings as given explain a mismatch best; the resolved hyperparameters catch an edited zoo config
-        diffs = _differences(old_pinned["settings"], new_pinned["settings"]) or _differences(
-            old_pinned["hyperparams"], new_pinned["hyperparams"], "zoo hyperparameters of "
-        )
-        if diffs:
-            raise StudyError(
-                f"{config.out} holds a study made with different settings: {'; '.join(diffs)}. "
-                "Use another --out, or the same settings to resume it"
-            )
-    manifest = manifest or {"format": MANIFEST_FORMAT, "settings": pinned["settings"], "hyperparams": {}}
-    for env, by_algo in pinned["hyperparams"].items():
-        manifest["hyperparams"].setdefault(env, {}).update(by_algo)
-    for key, values in (("envs", config.envs), ("variants", config.variants), ("seeds", config.seeds)):
-        manifest[key] = list(dict.fromkeys([*manifest.get(key, []), *values]))
-    manifest["seeds"] = sorted(manifest["seeds"])
-    manifest["versions"] = versions
-    manifest["config"] = to_jsonable({k: v for k, v in asdict(config).items() if k not in ("progress",)})
-    write_json_atomic(path, manifest)
-    return manifest
+        for seed in config.seeds
+        for env_id in config.envs
+        for variant in variants
+    ]
 
 
-def read_manifest(out: str | os.PathLike) -> dict:
-    """Read ``<out>/study.json``, with a one-line error when the folder is not a study."""
-    path = Path(out) / MANIFEST_NAME
-    if not path.is_file():
-        raise StudyError(f"{out} is not a study folder (no {MANIFEST_NAME}); run `sb3-ablation study --out {out}` first")
-    with open(path) as file:
-        return json.load(file)
+def __getattr__(name: str) -> Any:
+    # the manifest moved to the store side (sb3_ablation.study.store); importable from here as before
+    if name in ("MANIFEST_NAME", "open_manifest", "read_manifest", "write_json_atomic"):
+        from sb3_ablation.study import store
+
+        return getattr(store, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

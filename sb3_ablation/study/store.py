@@ -11,18 +11,26 @@ Layout of a study folder::
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
 import pickle
+import platform
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sb3_ablation.common.io import atomic_path, read_json, write_json_atomic
+from sb3_ablation.study.config import StudyConfig, StudyError, to_jsonable
 
+MANIFEST_NAME = "study.json"
+MANIFEST_FORMAT = 1
 #: format 2: diagnostics, per-episode returns, warnings, the final model's file name
 RUN_FILE_FORMAT = 2
 
@@ -157,3 +165,113 @@ def save_final_model(model: Any, record_path: str | os.PathLike) -> dict[str, st
             vec_normalize.save(tmp)
         entries["vecnormalize"] = vecnormalize_path(record_path).name
     return entries
+
+
+def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        diffs = []
+        for key in sorted(set(old) | set(new)):
+            diffs += _differences(old.get(key), new.get(key), f"{prefix}{key}.")
+        return diffs
+    return [] if old == new else [f"{prefix.rstrip('.')} ({json.dumps(old)} there, {json.dumps(new)} now)"]
+
+
+def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str, dict]], versions: dict[str, str]) -> dict:
+    """
+    Create the study manifest, or check an existing one and extend its lists of envs, variants and seeds.
+
+    :param config: this invocation's settings
+    :param resolved_hyperparams: ``{env_id: {algo: zoo hyperparameters}}`` as each run will use them
+    :param versions: library versions
+    :return: the manifest as written
+    :raises StudyError: the folder holds a study made with different run settings
+    """
+    path = Path(config.out) / MANIFEST_NAME
+    # the record format too: runs of another format were evaluated on other episodes and cannot be pooled
+    settings = {**config.run_settings(), "run_format": RUN_FILE_FORMAT}
+    pinned = {"settings": settings, "hyperparams": to_jsonable(resolved_hyperparams)}
+    manifest = None
+    if path.exists():
+        try:
+            with open(path) as file:
+                manifest = json.load(file)
+        except json.JSONDecodeError as error:
+            raise StudyError(f"{path} is not a study manifest ({error}); use another --out") from None
+        old_pinned = {"settings": manifest.get("settings", {}), "hyperparams": manifest.get("hyperparams", {})}
+        # only hyperparameters of envs present in both can conflict; new envs just extend the study
+        old_pinned["hyperparams"] = {
+            env: old_pinned["hyperparams"][env] for env in old_pinned["hyperparams"] if env in pinned["hyperparams"]
+        }
+        new_pinned = {
+            "settings": pinned["settings"],
+            "hyperparams": {env: hp for env, hp in pinned["hyperparams"].items() if env in old_pinned["hyperparams"]},
+        }
+        # algorithms only one side uses (e.g. a reference row added now) cannot conflict either
+        for env in new_pinned["hyperparams"]:
+            common = set(new_pinned["hyperparams"][env]) & set(old_pinned["hyperparams"][env])
+            new_pinned["hyperparams"][env] = {algo: new_pinned["hyperparams"][env][algo] for algo in common}
+            old_pinned["hyperparams"][env] = {algo: old_pinned["hyperparams"][env][algo] for algo in common}
+        # the settings as given explain a mismatch best; the resolved hyperparameters catch an edited zoo config
+        diffs = _differences(old_pinned["settings"], new_pinned["settings"]) or _differences(
+            old_pinned["hyperparams"], new_pinned["hyperparams"], "zoo hyperparameters of "
+        )
+        if diffs:
+            raise StudyError(
+                f"{config.out} holds a study made with different settings: {'; '.join(diffs)}. "
+                "Use another --out, or the same settings to resume it"
+            )
+    manifest = manifest or {"format": MANIFEST_FORMAT, "settings": pinned["settings"], "hyperparams": {}}
+    for env, by_algo in pinned["hyperparams"].items():
+        manifest["hyperparams"].setdefault(env, {}).update(by_algo)
+    for key, values in (("envs", config.envs), ("variants", config.variants), ("seeds", config.seeds)):
+        manifest[key] = list(dict.fromkeys([*manifest.get(key, []), *values]))
+    manifest["seeds"] = sorted(manifest["seeds"])
+    manifest["versions"] = versions
+    manifest["config"] = to_jsonable({k: v for k, v in asdict(config).items() if k not in ("progress",)})
+    write_json_atomic(path, manifest)
+    return manifest
+
+
+def read_manifest(out: str | os.PathLike) -> dict:
+    """Read ``<out>/study.json``, with a one-line error when the folder is not a study."""
+    path = Path(out) / MANIFEST_NAME
+    if not path.is_file():
+        raise StudyError(f"{out} is not a study folder (no {MANIFEST_NAME}); run `sb3-ablation study --out {out}` first")
+    with open(path) as file:
+        return json.load(file)
+
+
+LOCK_NAME = ".study.lock"
+
+
+@contextlib.contextmanager
+def study_lock(out: str | os.PathLike) -> Iterator[None]:
+    """
+    Hold ``<out>/.study.lock`` while a study writes into ``out``: a second study on the same folder fails at once
+    with one line. The lock is the kernel's (``flock``): it goes with the process, so a killed study leaves none.
+
+    :raise StudyLockedError: another study holds the folder
+    """
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK_NAME, "a+") as file:
+        try:
+            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.seek(0)
+            holder = file.read().strip() or "another process"
+            raise StudyLockedError(
+                f"another study ({holder}) is writing into {out}; wait for it to finish or use another --out"
+            ) from None
+        file.seek(0)
+        file.truncate()
+        file.write(f"pid {os.getpid()} on {platform.node()}")
+        file.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(file.fileno(), fcntl.LOCK_UN)
+
+
+class StudyLockedError(StudyError):
+    """Another study is writing into the same output folder."""

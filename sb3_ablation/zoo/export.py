@@ -13,10 +13,8 @@ trial's parameters on top. Writing it replaces only that environment's entry of 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ import yaml
 from rl_zoo3.hyperparams_opt import HYPERPARAMS_CONVERTER
 from torch import nn
 
+from sb3_ablation.common.io import write_text_atomic
 from sb3_ablation.zoo.hyperparams import (
     ZooConfigError,
     check_algo,
@@ -172,15 +171,7 @@ def write_entry(path: str | os.PathLike, env_id: str, entry: dict[str, Any], com
             raise ZooConfigError(f"{path}: not a zoo config (a mapping of environment ids), not overwriting it")
     entries[env_id] = entry
     text = (f"# {comment}\n" if comment else "") + yaml.safe_dump(entries, sort_keys=False, default_flow_style=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as tmp:
-        tmp.write(text)
-    try:
-        os.replace(tmp.name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp.name)
-        raise
+    write_text_atomic(path, text)
 
 
 def export_best(

@@ -1,0 +1,136 @@
+"""Where runs execute: worker processes on this machine, or Ray tasks on a cluster; both run the same
+:func:`~sb3_ablation.study.execute.execute_run` and hand each record to ``on_result`` as it arrives."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from sb3_ablation.study.config import StudyError
+from sb3_ablation.study.execute import execute_run
+from sb3_ablation.study.store import RUN_FILE_FORMAT
+
+
+def default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def failed_record(task: dict[str, Any], error: str) -> dict[str, Any]:
+    """The record of a run that never returned (its worker died)."""
+    fields = ("env", "variant", "seed", "algo", "switches", "hyperparams", "eval_freq", "eval_episodes")
+    return {
+        "format": RUN_FILE_FORMAT,
+        **{key: task[key] for key in fields},
+        "status": "failed",
+        "error": error,
+        "traceback": None,
+        "evaluations": {},
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def _watch_parent(parent_pid: int) -> None:
+    # a worker whose driver was killed (SIGKILL, OOM) stops instead of training on for nobody
+    while True:
+        time.sleep(2.0)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+
+def _init_worker(parent_pid: int) -> None:
+    import torch as th
+
+    th.set_num_threads(1)
+    # Ctrl-C goes to the whole process group: only the driver handles it (it stops the workers itself)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+
+
+def run_local(tasks: list[dict], workers: int, on_result: Callable[[dict], None]) -> None:
+    """
+    Run tasks in ``workers`` processes (``spawn`` start method: torch and ``fork`` do not mix well), one torch thread
+    each. At most ``workers`` runs are in flight, so a worker that dies (BrokenProcessPool) costs exactly those: they
+    are recorded as failed, a fresh pool takes over the rest.
+    """
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    pending = deque(tasks)
+    while pending:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),))
+        in_flight: dict[Any, dict] = {}
+        broken = False
+        try:
+            while (pending or in_flight) and not broken:
+                while pending and len(in_flight) < workers:
+                    task = pending.popleft()
+                    in_flight[pool.submit(execute_run, task)] = task
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in done:
+                    task = in_flight.pop(future)
+                    try:
+                        record = future.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        record = failed_record(task, "worker process died (killed or out of memory) during this run")
+                    except Exception as error:
+                        record = failed_record(task, f"{type(error).__name__}: {error}")
+                    on_result(record)
+            for task in in_flight.values():  # a broken pool takes every run in flight with it
+                on_result(failed_record(task, "worker process died (killed or out of memory) during this run"))
+            in_flight.clear()
+        except BaseException:
+            # Ctrl-C or another driver error: stop the workers now rather than waiting for their runs to end
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+
+
+def run_ray(tasks: list[dict], workers: int | None, address: str | None, on_result: Callable[[dict], None]) -> None:
+    """
+    Run tasks as Ray tasks (one CPU each) on the cluster at ``address``, or on a local Ray started here with
+    ``workers`` CPUs. The same :func:`execute_run` as the local backend; records come back to this driver, which
+    writes them, so workers need no shared file system.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise StudyError("the ray backend needs Ray: pip install 'sb3-ablation[ray]'") from None
+    import logging
+
+    started_here = False
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, logging_level=logging.WARNING)
+        else:
+            ray.init(num_cpus=workers, include_dashboard=False, logging_level=logging.WARNING)
+            started_here = True
+    remote_run = ray.remote(num_cpus=1, max_retries=0)(execute_run)
+    in_flight = {remote_run.remote(task): task for task in tasks}
+    try:
+        while in_flight:
+            done, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in done:
+                task = in_flight.pop(ref)
+                try:
+                    record = ray.get(ref)
+                except Exception as error:  # RayTaskError, WorkerCrashedError, ...
+                    record = failed_record(task, f"Ray task failed: {type(error).__name__}: {str(error).splitlines()[0]}")
+                on_result(record)
+    finally:
+        for ref in in_flight:
+            ray.cancel(ref, force=True)
+        if started_here:
+            ray.shutdown()
