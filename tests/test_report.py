@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sb3_ablation.study.config import write_json_atomic
+from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.report import load_study, write_report
 from sb3_ablation.study.results import aligned_curves
-from sb3_ablation.study.runner import run_path
 from sb3_ablation.study.statistics import curve_estimates, iqm_per_timestep, min_permutation_p, outcome_statistics
+from sb3_ablation.study.store import run_path
 
 REPS = 200  # small bootstraps keep the tests fast; the effects below are far larger than any CI
 TIMESTEPS = [0, 500, 1000]

@@ -4,29 +4,15 @@ the rest is plain matplotlib with seaborn's colorblind palette."""
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sb3_ablation.common.io import atomic_path
 from sb3_ablation.study.statistics import VariantStats
-
-
-def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """Write a file through a temporary file in the same folder and ``os.replace``: readers see old or new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
-    os.close(fd)
-    try:
-        write(Path(tmp_name))
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
 
 
 def palette(variants: Sequence[str]) -> dict[str, Any]:
@@ -40,7 +26,8 @@ def palette(variants: Sequence[str]) -> dict[str, Any]:
 def _save(fig, path: Path) -> None:
     import matplotlib.pyplot as plt
 
-    write_atomically(path, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight"))
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 

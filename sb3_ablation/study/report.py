@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from sb3_ablation.common.io import write_text_atomic
 from sb3_ablation.study.figures import (
     CurveEstimate,
     Panel,
@@ -32,10 +33,8 @@ from sb3_ablation.study.figures import (
     plot_curve_panels,
     plot_intervals,
     plot_performance_profiles,
-    write_atomically,
 )
 from sb3_ablation.study.results import DIAGNOSTICS, StudyData, aligned_curves, load_study
-from sb3_ablation.study.runner import safe_name
 from sb3_ablation.study.statistics import (
     CURVE_REPS,
     DEFAULT_REPS,
@@ -53,6 +52,7 @@ from sb3_ablation.study.statistics import (
     outcome_statistics,
     performance_profile,
 )
+from sb3_ablation.study.store import safe_name
 from sb3_ablation.study.variants import parse_variant
 
 # the names this module had before the analysis was split, kept importable from here
@@ -614,5 +614,5 @@ def write_report(
     lines += _warnings_section(data)
     lines += _failures_section(data)
     path = out / "report.md"
-    write_atomically(path, lambda tmp: tmp.write_text("\n".join(lines) + "\n"))
+    write_text_atomic(path, "\n".join(lines) + "\n")
     return path

@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from sb3_ablation.study.config import read_manifest
-from sb3_ablation.study.runner import iter_runs
+from sb3_ablation.study.store import iter_runs, read_manifest
 
 # The training diagnostics of a format-2 record, in the order the report shows them (q2_mean is left out: the twin
 # gap |Q1 - Q2| says what a second critic adds)
