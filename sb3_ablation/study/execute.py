@@ -117,6 +117,8 @@ def captured_warnings(into: dict[str, None]) -> Iterator[None]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("always")
+        # deprecations of libraries (e.g. SWIG types of Box2D at import) say nothing about the run
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
         warnings.showwarning = record
         yield
 
