@@ -14,13 +14,15 @@ from stable_baselines3.common.utils import get_parameters_by_name
 from torch.nn import functional as F
 
 from sb3_ablation.common.buffers import FastReplayBuffer
+from sb3_ablation.common.collection import LeanCollectionMixin
+from sb3_ablation.common.mixed_precision import SpeedModeMixin
 from sb3_ablation.common.utils import FlatParameters, LeanAdamStep, check_keyword_arguments, foreach_polyak_update
 from sb3_ablation.ddpg.policies import Actor, CnnPolicy, DDPGPolicy, MlpPolicy, MultiInputPolicy
 
 SelfDDPG = TypeVar("SelfDDPG", bound="DDPG")
 
 
-class DDPG(OffPolicyAlgorithm):
+class DDPG(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorithm):
     """
     Deep Deterministic Policy Gradient (DDPG).
 
@@ -42,8 +44,9 @@ class DDPG(OffPolicyAlgorithm):
     :param replay_buffer_kwargs: Keyword arguments to pass to the replay buffer on creation.
     :param optimize_memory_usage: Enable a memory efficient variant of the replay buffer
     :param n_steps: n-step returns for the critic target when > 1 (SB3's NStepReplayBuffer)
-    :param speed_mode: Train faster at the cost of bit-exactness with SB3 (critics batched in one network);
-        the same algorithm
+    :param speed_mode: Train faster at the cost of bit-exactness with SB3, the same algorithm: bfloat16 products in
+        large hidden layers where the hardware is faster in bfloat16, float32 elsewhere, critics batched in one network
+        for small networks (``model.speed_mode_info`` says what was chosen; ``"bfloat16"``/``"float32"`` force it)
     :param stats_window_size: Window size for the rollout logging
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
     :param policy_kwargs: additional arguments to be passed to the policy on creation
@@ -86,7 +89,7 @@ class DDPG(OffPolicyAlgorithm):
         replay_buffer_kwargs: dict[str, Any] | None = None,
         optimize_memory_usage: bool = False,
         n_steps: int = 1,
-        speed_mode: bool = False,
+        speed_mode: bool | str = False,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -127,19 +130,19 @@ class DDPG(OffPolicyAlgorithm):
                 f"but the environment's action space is {self.action_space}"
             )
         self.speed_mode = speed_mode
-        if speed_mode:
-            # All critics in one batched network: fewer, larger kernels; other random draws and rounding than SB3
-            self.policy_kwargs["batched_critics"] = True
         if _init_setup_model:
             self._setup_model()
 
     def _setup_model(self) -> None:
+        self._configure_speed_mode()
         plain_buffer = self.replay_buffer_class is None and not isinstance(self.observation_space, spaces.Dict)
         if plain_buffer and self.n_steps == 1:
             self.replay_buffer_class = FastReplayBuffer
         super()._setup_model()
         self._create_aliases()
         self._flatten_parameters()
+        self._apply_speed_mode()
+        self._install_lean_collection()
 
     def _create_aliases(self) -> None:
         self.actor = self.policy.actor
