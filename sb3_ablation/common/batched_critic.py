@@ -56,8 +56,6 @@ class BatchedContinuousCritic(BaseModel):
             bound = 1 / math.sqrt(in_size)
             self.weights.append(nn.Parameter(th.empty(n_critics, in_size, out_size).uniform_(-bound, bound)))
             self.biases.append(nn.Parameter(th.empty(n_critics, 1, out_size).uniform_(-bound, bound)))
-        # The dtype each layer's product runs in (the speed mode sets bfloat16 for large hidden layers)
-        self.layer_dtypes = [th.float32] * len(self.weights)
 
     def _q_input(self, obs: th.Tensor, actions: th.Tensor, features_grad: bool) -> th.Tensor:
         with th.set_grad_enabled(features_grad):
@@ -68,8 +66,8 @@ class BatchedContinuousCritic(BaseModel):
         hidden = self._q_input(obs, actions, features_grad=not self.share_features_extractor)
         hidden = hidden.expand(self.n_critics, *hidden.shape)
         last = len(self.weights) - 1
-        for index, (weight, bias, dtype) in enumerate(zip(self.weights, self.biases, self.layer_dtypes, strict=True)):
-            hidden = th.baddbmm(bias.to(dtype), hidden.to(dtype), weight.to(dtype))
+        for index, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
+            hidden = th.baddbmm(bias, hidden, weight)
             if index < last:
                 hidden = self.activation(hidden)
         return tuple(hidden.unbind(0))
@@ -78,8 +76,8 @@ class BatchedContinuousCritic(BaseModel):
         """Critic 1 alone (the actor's objective): plain matrix products on its slice of the weights."""
         hidden = self._q_input(obs, actions, features_grad=False)
         last = len(self.weights) - 1
-        for index, (weight, bias, dtype) in enumerate(zip(self.weights, self.biases, self.layer_dtypes, strict=True)):
-            hidden = th.addmm(bias[0].to(dtype), hidden.to(dtype), weight[0].to(dtype))
+        for index, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
+            hidden = th.addmm(bias[0], hidden, weight[0])
             if index < last:
                 hidden = self.activation(hidden)
         return hidden

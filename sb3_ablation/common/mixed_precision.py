@@ -35,13 +35,12 @@ from stable_baselines3.common.torch_layers import get_actor_critic_arch
 from torch import nn
 from torch.nn import functional as F
 
-from sb3_ablation.common.batched_critic import BatchedContinuousCritic
-
 # Smallest hidden-to-hidden product (batch x in x out multiply-adds) worth running in bfloat16 (256 x 128 x 128)
 MIN_BFLOAT16_MACS = 256 * 128 * 128
 # bfloat16 must be this many times faster than float32 on the measured products to be chosen
 BFLOAT16_MARGIN = 1.15
-# Largest hidden-to-hidden product for which one batched network of all critics beats separate ones (256 x 96 x 96)
+# Largest hidden-to-hidden product for which one batched network of all critics beats separate ones (256 x 96 x 96);
+# below MIN_BFLOAT16_MACS, so batched critics always run in float32
 MAX_BATCHED_CRITIC_MACS = 256 * 96 * 96
 PRECISIONS = ("bfloat16", "float32")
 
@@ -169,9 +168,9 @@ def use_bfloat16_hidden_layers(network: nn.Module, batch_size: int) -> int:
     """
     Run the large hidden-to-hidden products of every MLP in ``network`` in bfloat16.
 
-    Linear layers change class in place (parameters, state dicts and saved models are unchanged); the batched critic
-    sets its per-layer dtypes. The first and last layer of each MLP stay float32, so each MLP still takes and returns
-    float32 tensors.
+    Linear layers change class in place (parameters, state dicts and saved models are unchanged). The first and last
+    layer of each MLP stay float32, so each MLP still takes and returns float32 tensors. Batched critics are left in
+    float32: they are chosen only for networks below the bfloat16 size threshold.
 
     :param network: an actor, a critic or a whole policy
     :param batch_size: the minibatch size, for the size rule
@@ -179,21 +178,16 @@ def use_bfloat16_hidden_layers(network: nn.Module, batch_size: int) -> int:
     """
     switched = 0
     for module in network.modules():
-        if isinstance(module, BatchedContinuousCritic):
-            for index in range(1, len(module.weights) - 1):
-                _, size_in, size_out = module.weights[index].shape
-                if batch_size * size_in * size_out >= MIN_BFLOAT16_MACS:
-                    module.layer_dtypes[index] = th.bfloat16
-                    switched += 1
-        elif isinstance(module, nn.Sequential):
-            linears = [layer for layer in module if isinstance(layer, nn.Linear)]
-            previous_bfloat16 = False
-            for index, layer in enumerate(linears):
-                hidden = 0 < index < len(linears) - 1
-                bfloat16 = hidden and batch_size * layer.in_features * layer.out_features >= MIN_BFLOAT16_MACS
-                layer.__class__ = Bfloat16Linear if bfloat16 else Float32Linear if previous_bfloat16 else nn.Linear
-                switched += bfloat16
-                previous_bfloat16 = bfloat16
+        if not isinstance(module, nn.Sequential):
+            continue
+        linears = [layer for layer in module if isinstance(layer, nn.Linear)]
+        previous_bfloat16 = False
+        for index, layer in enumerate(linears):
+            hidden = 0 < index < len(linears) - 1
+            bfloat16 = hidden and batch_size * layer.in_features * layer.out_features >= MIN_BFLOAT16_MACS
+            layer.__class__ = Bfloat16Linear if bfloat16 else Float32Linear if previous_bfloat16 else nn.Linear
+            switched += bfloat16
+            previous_bfloat16 = bfloat16
     return switched
 
 
