@@ -54,6 +54,7 @@ def test_speed_mode_reports_its_choice(capsys):
     assert isinstance(model.critic, BatchedContinuousCritic)
     assert str(info) in capsys.readouterr().out
     assert "float32 hidden-layer products, critics batched in one network" in str(info)
+    assert model.critic.optimizer.param_groups[0]["fused"] and model.actor.optimizer.param_groups[0]["fused"]
     assert make_model(False, [32, 32]).speed_mode_info is None
 
 
