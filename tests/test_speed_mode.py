@@ -47,6 +47,15 @@ def test_choice_follows_hardware_measurement_and_size(monkeypatch):
     assert choose_speed_mode("cpu", [400, 300], 256, precision="bfloat16").precision == "bfloat16"
 
 
+def test_cuda_choice_asks_cuda_for_bfloat16(monkeypatch):
+    # No GPU here: the decision logic alone (the bfloat16 layers are the same code on both devices)
+    monkeypatch.setattr(th.cuda, "is_bf16_supported", lambda including_emulation=True: not including_emulation)
+    monkeypatch.setattr(mixed_precision, "bfloat16_speedup", lambda device, *shape: 3.0 if device.type == "cuda" else 0.5)
+    assert choose_speed_mode("cuda", [400, 300], 256).precision == "bfloat16"
+    monkeypatch.setattr(th.cuda, "is_bf16_supported", lambda including_emulation=True: False)
+    assert "cuda has no native bfloat16" in choose_speed_mode("cuda", [400, 300], 256).reason
+
+
 def test_speed_mode_reports_its_choice(capsys):
     model = make_model(True, [32, 32], verbose=1)
     info = model.speed_mode_info
