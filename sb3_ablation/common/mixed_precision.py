@@ -27,6 +27,7 @@ How it chooses, per model:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import time
@@ -212,8 +213,10 @@ class SpeedModeMixin:
             return
         _, critic_arch = get_actor_critic_arch(self.policy_kwargs.get("net_arch", [400, 300]))
         precision = mode if isinstance(mode, str) else None
-        self.speed_mode_info = choose_speed_mode(self.device, critic_arch, self.batch_size, precision)
-        self.policy_kwargs["batched_critics"] = self.speed_mode_info.batched_critics
+        info = choose_speed_mode(self.device, critic_arch, self.batch_size, precision)
+        # A layout already given (policy_kwargs, or a saved model's) is kept: the saved weights have its shape
+        batched = self.policy_kwargs.setdefault("batched_critics", info.batched_critics)
+        self.speed_mode_info = dataclasses.replace(info, batched_critics=batched)
         if self.policy_kwargs.get("optimizer_class", th.optim.Adam) is th.optim.Adam:
             # PyTorch's fused Adam: one pass over the parameters instead of several (the same update, other rounding)
             optimizer_kwargs = dict(self.policy_kwargs.get("optimizer_kwargs") or {})
