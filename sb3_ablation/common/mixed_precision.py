@@ -204,7 +204,7 @@ class SpeedModeMixin:
     """
 
     speed_mode: bool | str
-    speed_mode_info: SpeedModeInfo | None
+    speed_mode_info: SpeedModeInfo | None = None
     # The critic layout chosen for a speed-mode model, saved with it: its weights have that shape wherever it is loaded
     _batched_critics: bool | None = None
 

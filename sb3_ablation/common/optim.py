@@ -104,7 +104,7 @@ class FlatAdam(th.optim.Adam):
 
     @staticmethod
     def supports(optimizer_kwargs: dict[str, Any]) -> bool:
-        """Whether ``th.optim.Adam(**optimizer_kwargs)`` is plain Adam, which this optimizer reproduces exactly."""
+        """Whether ``th.optim.Adam(**optimizer_kwargs)`` is plain Adam, which this optimizer runs (exactly unless fused)."""
         return not any(optimizer_kwargs.get(name) for name in UNSUPPORTED_ADAM_OPTIONS)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
