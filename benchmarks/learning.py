@@ -33,15 +33,10 @@ from stable_baselines3.common.noise import NormalActionNoise
 # runnable from a checkout without installing the package
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sb3_ablation.benchmark.throughput import (
-    MODEL_NAMES,
-    ModelUnavailable,
-    build_model,
-    format_table,
-    parse_model_list,
-    parse_net_archs,
-    write_json_atomic,
-)
+from sb3_ablation.benchmark.cli import parse_model_list, parse_net_archs
+from sb3_ablation.benchmark.models import MODEL_NAMES, build_model
+from sb3_ablation.benchmark.tables import format_table
+from sb3_ablation.study.config import write_json_atomic
 
 ENV_ID = "Pendulum-v1"
 DEFAULT_ALGOS = ("td3", "ddpg", "sb3_td3")
@@ -120,7 +115,7 @@ def train_and_evaluate(algo: str, seed: int, config: dict[str, Any]) -> dict[str
     """
     Train one model and evaluate its deterministic policy (runs in a worker process).
 
-    :param algo: model name (see ``sb3_ablation.benchmark.throughput.MODEL_NAMES``)
+    :param algo: model name (see ``sb3_ablation.benchmark.models.MODEL_NAMES``)
     :param seed: seed of the model and the training environment (evaluation uses ``seed + 10_000``)
     :param config: from ``run_configuration``
     :return: algorithm, seed, mean evaluation return and training seconds
@@ -250,11 +245,6 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"--{option.replace('_', '-')}: expected a positive integer, got {getattr(args, option)}")
         if not algos:
             raise ValueError("--algos: expected at least one algorithm")
-        for algo in algos:  # fail now rather than in a worker: e.g. a speed_mode this version lacks
-            try:
-                build_model(algo, ENV_ID, [8], buffer_size=1)
-            except ModelUnavailable as reason:
-                raise ValueError(f"--algos: {algo} is not available: {reason}") from None
         config = run_configuration(args)
         if config["steps"] <= config["model_kwargs"]["learning_starts"]:
             raise ValueError(f"--steps: {config['steps']} leaves no step after learning_starts")

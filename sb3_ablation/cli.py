@@ -12,7 +12,7 @@ COMMANDS = {
     "study": ("sb3_ablation.study.cli", "study_main", "run an ablation study (variants x envs x seeds)"),
     "report": ("sb3_ablation.study.cli", "report_main", "write the statistical report of a study folder"),
     "demo": ("sb3_ablation.study.cli", "demo_main", "a small leave-one-out study on Pendulum-v1 plus its report"),
-    "bench": ("sb3_ablation.benchmark.throughput", "main", "training throughput against SB3's TD3/DDPG"),
+    "bench": ("sb3_ablation.benchmark.cli", "main", "training throughput against SB3's TD3/DDPG"),
 }
 
 

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 from stable_baselines3.common.buffers import ReplayBuffer
 
-from sb3_ablation.benchmark import throughput
-from sb3_ablation.benchmark.throughput import collect_random_transitions, fill_replay_buffer, main, time_interleaved
+from sb3_ablation.benchmark import models
+from sb3_ablation.benchmark.cli import main
+from sb3_ablation.benchmark.measure import time_interleaved
+from sb3_ablation.benchmark.models import collect_random_transitions, fill_replay_buffer
 
 GRADIENT_MODELS = ["sb3_td3", "td3", "td3_no_replay_buffer", "td3_speed", "sb3_ddpg", "ddpg"]
 LEARN_MODELS = ["sb3_td3", "td3"]
@@ -50,7 +52,12 @@ def test_quick_benchmark_prints_complete_tables(tmp_path, capsys):
 
     learn = table_rows(output, "learn() environment steps per second")
     assert sorted(learn) == sorted(LEARN_MODELS)
-    assert all(float(cells[2]) > 0 for cells in learn.values())
+    for cells in learn.values():
+        assert float(cells[2]) > 0
+        train_ms, action_ms, env_ms, store_ms = (float(cell) for cell in cells[7:11])
+        assert train_ms > 0 and action_ms > 0 and env_ms > 0 and store_ms > 0  # each phase of a step was timed
+    assert "Hardware: " in output and "torch thread(s)" in output
+    assert "[32, 32]: speed mode: float32 hidden-layer products, critics batched in one network" in output
 
     # the JSON holds the same rows, one rate per repeat, and the ratio of medians
     saved = json.loads(json_path.read_text())
@@ -60,7 +67,10 @@ def test_quick_benchmark_prints_complete_tables(tmp_path, capsys):
     assert rows["td3"]["ratio"] == pytest.approx(rows["td3"]["median"] / rows["sb3_td3"]["median"])
     assert rows["ddpg"]["baseline"] == "sb3_ddpg"
     assert [row["model"] for row in saved["learn"]] == LEARN_MODELS
-    assert not list(tmp_path.glob(".bench-*"))  # no temporary file left behind
+    assert saved["hardware"]["cpu"] and isinstance(saved["hardware"]["bfloat16_instructions"], bool)
+    assert rows["td3_speed"]["speed_mode"].startswith("speed mode: float32") and rows["td3"]["speed_mode"] is None
+    assert [sorted(row["phases_ms"]) for row in saved["learn"]] == [["action", "env step", "loop", "store", "train"]] * 2
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bench.json"]  # no temporary file left behind
 
 
 def test_fill_replay_buffer_keeps_the_newest_transitions_that_fit():
@@ -108,9 +118,9 @@ def test_bad_options_give_a_one_line_error(argv, message, capsys):
 
 
 def test_every_model_name_builds_its_variant():
-    assert throughput.model_class_and_kwargs("td3_no_clipped_double_q")[1] == {"clipped_double_q": False}
-    assert throughput.model_class_and_kwargs("td3_speed")[1] == {"speed_mode": True}
-    assert throughput.baseline_of("ddpg_speed") == "sb3_ddpg"
-    assert throughput.baseline_of("td3_no_replay_buffer") == "sb3_td3"
+    assert models.model_class_and_kwargs("td3_no_clipped_double_q")[1] == {"clipped_double_q": False}
+    assert models.model_class_and_kwargs("td3_speed")[1] == {"speed_mode": True}
+    assert models.baseline_of("ddpg_speed") == "sb3_ddpg"
+    assert models.baseline_of("td3_no_replay_buffer") == "sb3_td3"
     with pytest.raises(ValueError, match="unknown model 'td4'"):
-        throughput.model_class_and_kwargs("td4")
+        models.model_class_and_kwargs("td4")

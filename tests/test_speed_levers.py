@@ -37,10 +37,25 @@ def test_flat_parameters_are_aligned_views_with_gradients():
     assert params[0].grad is not None and not params[0].grad.any()
 
 
-def test_flat_adam_equals_torch_adam_per_tensor():
+@pytest.mark.parametrize("fused", [False, True], ids=["exact", "fused"])
+def test_flat_adam_equals_torch_adam_per_tensor(fused, monkeypatch):
+    """
+    Exactly PyTorch's Adam over the separate tensors; with ``fused=True`` (the speed mode), PyTorch's fused Adam up to
+    rounding (its vectorized loop and scalar tail split the flat buffer and the separate tensors differently).
+    """
+
+    def assert_same(ours: th.Tensor, theirs: th.Tensor, name: object) -> None:
+        if fused:
+            th.testing.assert_close(ours, theirs, msg=str(name))
+        else:
+            assert th.equal(ours, theirs), name
+
+    options = {"fused": True} if fused else {}
+    fused_kernel, fused_steps = th._fused_adam_, []
+    monkeypatch.setattr(th, "_fused_adam_", lambda *args, **kwargs: fused_steps.append(1) or fused_kernel(*args, **kwargs))
     reference, ours = make_params(1), make_params(1)
-    reference_optimizer = th.optim.Adam(reference, lr=1e-3)
-    optimizer = FlatAdam(ours, lr=1e-3)
+    reference_optimizer = th.optim.Adam(reference, lr=1e-3, **options)
+    optimizer = FlatAdam(ours, lr=1e-3, **options)
     generator = th.Generator().manual_seed(2)
     for _ in range(20):
         grads = [
@@ -53,17 +68,19 @@ def test_flat_adam_equals_torch_adam_per_tensor():
             our_param.grad.add_(grad)
         reference_optimizer.step()
         optimizer.step()
-    for ref_param, our_param in zip(reference, ours, strict=True):
-        assert th.equal(ref_param, our_param)
+    for index, (ref_param, our_param) in enumerate(zip(reference, ours, strict=True)):
+        assert_same(our_param, ref_param, index)
     assert not th.equal(reference[0], make_params(1)[0])  # the parameters did move
+    assert len(fused_steps) == (40 if fused else 0)  # both optimizers took the fused kernel, or neither
     # The state is PyTorch's per-parameter one, moments and step equal
     reference_state, our_state = reference_optimizer.state_dict(), optimizer.state_dict()
     assert our_state["param_groups"] == reference_state["param_groups"]
+    assert our_state["param_groups"][0]["fused"] is (True if fused else None)
     assert our_state["state"].keys() == reference_state["state"].keys()
     for index, state in reference_state["state"].items():
         assert state.keys() == our_state["state"][index].keys()
         for key, value in state.items():
-            assert th.equal(value, our_state["state"][index][key]), (index, key)
+            assert_same(our_state["state"][index][key], value, (index, key))
 
 
 def test_flat_adam_loads_torch_adams_state_and_continues_identically():

@@ -13,7 +13,6 @@ UNSUPPORTED_ADAM_OPTIONS = (
     "maximize",
     "capturable",
     "differentiable",
-    "fused",
     "decoupled_weight_decay",
 )
 
@@ -87,11 +86,12 @@ class FlatAdam(th.optim.Adam):
     Checkpoints keep PyTorch's layout: ``state_dict`` returns what ``th.optim.Adam`` over the separate parameters
     returns (one state per parameter, as SB3 saves it), and ``load_state_dict`` takes that layout, or the single
     flat state of earlier versions of this package. Only plain Adam: the options in ``UNSUPPORTED_ADAM_OPTIONS``
-    must stay at their defaults (``foreach`` is accepted and has no effect: there is one tensor).
+    must stay at their defaults (``foreach`` is accepted and has no effect: there is one tensor). ``fused=True`` (the
+    speed mode) steps the buffer with PyTorch's fused Adam instead: one kernel, other rounding than SB3.
 
     :param params: the parameters of one network; they become views into the buffer
     :param lr: learning rate
-    :param kwargs: the other options of ``th.optim.Adam`` (``betas``, ``eps``, ``foreach``)
+    :param kwargs: the other options of ``th.optim.Adam`` (``betas``, ``eps``, ``foreach``, ``fused``)
     """
 
     def __init__(self, params: Sequence[th.nn.Parameter], lr: float = 1e-3, **kwargs: Any):
@@ -100,11 +100,11 @@ class FlatAdam(th.optim.Adam):
             raise ValueError(f"FlatAdam implements plain Adam only, got {', '.join(unsupported)}")
         self.flat_params = FlatParameters(list(params))
         super().__init__([self.flat_params.flat], lr=lr, **kwargs)
-        self._denom = th.empty_like(self.flat_params.flat)
+        self._denom: th.Tensor | None = None  # allocated at the first exact step
 
     @staticmethod
     def supports(optimizer_kwargs: dict[str, Any]) -> bool:
-        """Whether ``th.optim.Adam(**optimizer_kwargs)`` is plain Adam, which this optimizer reproduces exactly."""
+        """Whether ``th.optim.Adam(**optimizer_kwargs)`` is plain Adam, which this optimizer runs (exactly unless fused)."""
         return not any(optimizer_kwargs.get(name) for name in UNSUPPORTED_ADAM_OPTIONS)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
@@ -118,11 +118,13 @@ class FlatAdam(th.optim.Adam):
 
     @th.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
+        group, param = self.param_groups[0], self.flat_params.flat
+        if group["fused"]:
+            return super().step(closure)
         loss = None
         if closure is not None:
             with th.enable_grad():
                 loss = closure()
-        group, param = self.param_groups[0], self.flat_params.flat
         state = self.state[param]
         if not state:
             state["step"] = th.tensor(0.0, dtype=th.float32)
@@ -137,6 +139,8 @@ class FlatAdam(th.optim.Adam):
         bias_correction1 = 1 - beta1**step
         bias_correction2 = 1 - beta2**step
         step_size = group["lr"] / bias_correction1
+        if self._denom is None:
+            self._denom = th.empty_like(param)
         denom = th.sqrt(exp_avg_sq, out=self._denom).div_(bias_correction2**0.5).add_(group["eps"])
         param.addcdiv_(exp_avg, denom, value=-step_size)
         return loss
@@ -174,9 +178,12 @@ class FlatAdam(th.optim.Adam):
         else:
             raise ValueError("loaded state dict contains a parameter group that doesn't match the size of optimizer's group")
         self.state = defaultdict(dict)
+        self.param_groups[0].update({key: value for key, value in groups[0].items() if key != "params"})
+        if flat_state and self.param_groups[0]["fused"]:
+            # PyTorch's fused step keeps the step count on the parameters' device, as th.optim.Adam loads it
+            flat_state["step"] = flat_state["step"].to(device=flat.device, dtype=th.float32)
         if flat_state:
             self.state[flat] = flat_state
-        self.param_groups[0].update({key: value for key, value in groups[0].items() if key != "params"})
 
     def _flat_state(self, saved: list[dict[str, th.Tensor] | None]) -> dict[str, th.Tensor]:
         """Adam's per-parameter states gathered into the flat layout (empty before the first step)."""
@@ -211,5 +218,5 @@ class FlatAdam(th.optim.Adam):
         state = self.state_dict()
         self.flat_params = self.flat_params.rebuilt()
         self.param_groups[0]["params"] = [self.flat_params.flat]
-        self._denom = th.empty_like(self.flat_params.flat)
+        self._denom = None
         self.load_state_dict(state)

@@ -20,6 +20,8 @@ from stable_baselines3.td3 import policies as sb3_td3_policies
 from torch.nn import functional as F
 
 from sb3_ablation.common.buffers import FastReplayBuffer
+from sb3_ablation.common.collection import LeanCollectionMixin
+from sb3_ablation.common.mixed_precision import SpeedModeMixin
 from sb3_ablation.common.training_stats import TrainingStats
 from sb3_ablation.common.utils import UnsupportedActionSpaceError, check_keyword_arguments, foreach_polyak_update
 from sb3_ablation.ddpg.policies import Actor, CnnPolicy, DDPGPolicy, MlpPolicy, MultiInputPolicy
@@ -35,7 +37,7 @@ SB3_TD3_POLICIES: dict[str, type[BasePolicy]] = {
 SB3_POLICY_ARGUMENTS = set(inspect.signature(sb3_td3_policies.TD3Policy.__init__).parameters) - {"self"}
 
 
-class DDPG(OffPolicyAlgorithm):
+class DDPG(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorithm):
     """
     Deep Deterministic Policy Gradient (DDPG).
 
@@ -57,8 +59,10 @@ class DDPG(OffPolicyAlgorithm):
     :param replay_buffer_kwargs: Keyword arguments to pass to the replay buffer on creation.
     :param optimize_memory_usage: Enable a memory efficient variant of the replay buffer
     :param n_steps: n-step returns for the critic target when > 1 (SB3's NStepReplayBuffer)
-    :param speed_mode: Train faster at the cost of bit-exactness with SB3 (critics batched in one network);
-        the same algorithm
+    :param speed_mode: Train faster at the cost of bit-exactness with SB3, the same algorithm: bfloat16 products in
+        large hidden layers where the hardware is faster in bfloat16, float32 elsewhere, PyTorch's fused Adam, critics
+        batched in one network for small networks (``model.speed_mode_info`` says what was chosen;
+        ``"bfloat16"``/``"float32"`` force the precision)
     :param stats_window_size: Window size for the rollout logging
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
     :param policy_kwargs: additional arguments to be passed to the policy on creation
@@ -77,7 +81,7 @@ class DDPG(OffPolicyAlgorithm):
     policy_kwargs_defaults: ClassVar[dict[str, Any]] = {"n_critics": 1}
     switch_names: ClassVar[tuple[str, ...]] = ()  # the component switches (AblatableTD3's)
     # Policy arguments set by the algorithm's own arguments (see `_implied_policy_kwargs`), not by policy_kwargs
-    implied_policy_arguments: ClassVar[tuple[str, ...]] = ("batched_critics",)
+    implied_policy_arguments: ClassVar[tuple[str, ...]] = ("batched_critics", "fused_adam")
     policy: DDPGPolicy
     actor: Actor
     actor_target: Actor | None
@@ -106,7 +110,7 @@ class DDPG(OffPolicyAlgorithm):
         replay_buffer_kwargs: dict[str, Any] | None = None,
         optimize_memory_usage: bool = False,
         n_steps: int = 1,
-        speed_mode: bool = False,
+        speed_mode: bool | str = False,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -156,14 +160,18 @@ class DDPG(OffPolicyAlgorithm):
         Policy arguments implied by the algorithm's own arguments. They are added when the policy is built and kept
         out of ``policy_kwargs``, which stays what the user gave (and what SB3 saves and compares on load).
         """
-        # speed_mode: all critics in one batched network (fewer, larger kernels; other random draws than SB3)
-        return {"batched_critics": True} if self.speed_mode else {}
+        if self.speed_mode_info is None:
+            return {}
+        # speed_mode: the critic layout it chose (batched: fewer, larger kernels; other random draws than SB3) and
+        # PyTorch's fused Adam (one kernel per step; other rounding than SB3)
+        return {"batched_critics": self.speed_mode_info.batched_critics, "fused_adam": True}
 
     def _setup_model(self) -> None:
         # A checkpoint written by SB3 names SB3's policy class: build ours, which has the same modules
         for name, sb3_policy_class in SB3_TD3_POLICIES.items():
             if self.policy_class is sb3_policy_class:
                 self.policy_class = self.policy_aliases[name]
+        self._configure_speed_mode()
         # SB3's ReplayBuffer, sampled faster (same storage, same draws)
         plain_buffer = self.replay_buffer_class in (None, ReplayBuffer) and not isinstance(self.observation_space, spaces.Dict)
         if plain_buffer and self.n_steps == 1:
@@ -179,6 +187,8 @@ class DDPG(OffPolicyAlgorithm):
         finally:
             self.policy_kwargs = user_policy_kwargs
         self._create_aliases()
+        self._apply_speed_mode()
+        self._install_lean_collection()
 
     def _create_aliases(self) -> None:
         self.actor = self.policy.actor
@@ -256,7 +266,9 @@ class DDPG(OffPolicyAlgorithm):
         )
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "actor", "critic", "actor_target", "critic_target"]
+        # What the speed mode and lean collection derive from the hardware and the spaces is derived again at load
+        derived = ["speed_mode_info", "_lean_observations"]
+        return [*super()._excluded_save_params(), "actor", "critic", "actor_target", "critic_target", *derived]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         return ["policy", "actor.optimizer", "critic.optimizer"], []
@@ -311,7 +323,8 @@ class DDPG(OffPolicyAlgorithm):
         Keyword arguments change the loaded model as in SB3, except: ``policy_kwargs`` that build the same policy as
         the saved ones are accepted (those given at creation), other ones are refused; a component switch equal to
         the saved one changes nothing, a different one is applied where that is meaningful or refused with an
-        error naming it (see :meth:`AblatableTD3._check_load_kwargs`); ``speed_mode`` cannot change.
+        error naming it (see :meth:`AblatableTD3._check_load_kwargs`); ``speed_mode`` cannot be switched on or off
+        (a speed-mode model may be given another precision, ``"bfloat16"`` or ``"float32"``).
         """
         data = read_saved_data(path, custom_objects)
         kwargs = cls._check_load_kwargs(data, dict(kwargs))
@@ -338,10 +351,11 @@ class DDPG(OffPolicyAlgorithm):
             raise ValueError(
                 f"this model was saved by AblatableTD3 (switches {data['switches']}): load it with AblatableTD3.load"
             )
-        if "speed_mode" in kwargs and bool(kwargs.pop("speed_mode")) != bool(data.get("speed_mode", False)):
+        saved_speed_mode = data.get("speed_mode", False)
+        if "speed_mode" in kwargs and bool(kwargs["speed_mode"]) != bool(saved_speed_mode):
             raise ValueError(
-                f"speed_mode={not data.get('speed_mode', False)} differs from the saved model's: its critics are "
-                "stored in the other layout (batched or separate)"
+                f"speed_mode={kwargs['speed_mode']!r} differs from the saved model's ({saved_speed_mode!r}): its "
+                "critics and optimizer states are stored for the other mode"
             )
         if "policy_kwargs" in kwargs:
             saved = {key: value for key, value in data.get("policy_kwargs", {}).items() if key != "device"}

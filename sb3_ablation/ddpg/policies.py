@@ -105,6 +105,8 @@ class DDPGPolicy(BasePolicy):
     :param n_critics: Number of critic networks (one for DDPG)
     :param share_features_extractor: Whether the actor and the critic share the features extractor
     :param batched_critics: Evaluate all critics as one batched network (the speed mode; not bit-exact with SB3)
+    :param fused_adam: Plain Adam steps with PyTorch's fused implementation (the speed mode; not bit-exact with SB3)
+        unless ``optimizer_kwargs`` set ``fused``
     """
 
     actor: Actor
@@ -127,8 +129,10 @@ class DDPGPolicy(BasePolicy):
         n_critics: int = 1,
         share_features_extractor: bool = False,
         batched_critics: bool = False,
+        fused_adam: bool = False,
     ):
         self.batched_critics = batched_critics
+        self.fused_adam = fused_adam
         super().__init__(
             observation_space,
             action_space,
@@ -183,12 +187,17 @@ class DDPGPolicy(BasePolicy):
 
     def make_optimizer(self, params: Iterator[th.nn.Parameter], lr_schedule: Schedule) -> th.optim.Optimizer:
         """
-        The optimizer of one network: plain Adam runs as :class:`FlatAdam` (bit-identical, one buffer per network),
-        unless actor and critic share a features extractor (a parameter cannot live in two buffers).
+        The optimizer of one network: plain Adam runs as :class:`FlatAdam` (bit-identical, one buffer per network;
+        with ``fused_adam``, PyTorch's fused step on that buffer), unless actor and critic share a features extractor
+        (a parameter cannot live in two buffers).
         """
-        flat = self.optimizer_class is th.optim.Adam and FlatAdam.supports(self.optimizer_kwargs)
-        optimizer_class = FlatAdam if flat and not self.share_features_extractor else self.optimizer_class
-        return optimizer_class(params, lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
+        optimizer_kwargs = self.optimizer_kwargs
+        plain_adam = self.optimizer_class is th.optim.Adam
+        if plain_adam and self.fused_adam:
+            optimizer_kwargs = {"fused": True, **optimizer_kwargs}
+        flat = plain_adam and FlatAdam.supports(optimizer_kwargs) and not self.share_features_extractor
+        optimizer_class = FlatAdam if flat else self.optimizer_class
+        return optimizer_class(params, lr=lr_schedule(1), **optimizer_kwargs)  # type: ignore[call-arg]
 
     def polyak_tensors(self) -> tuple[list[th.Tensor], ...]:
         """
@@ -245,6 +254,7 @@ class DDPGPolicy(BasePolicy):
                 features_extractor_kwargs=self.features_extractor_kwargs,
                 share_features_extractor=self.share_features_extractor,
                 batched_critics=self.batched_critics,
+                fused_adam=self.fused_adam,
             )
         )
         return data

@@ -133,8 +133,10 @@ class AblatableTD3(DDPG):
     :param target_policy_smoothing: (4) False: no clipped noise on target actions.
     :param delayed_policy_update: (5) False: the actor (and the targets) are updated after every critic update.
     :param clipped_double_q: (6) False: a single critic, bootstrapped from its own target without a minimum.
-    :param speed_mode: Train faster at the cost of bit-exactness with SB3 (critics batched in one network);
-        the same algorithm
+    :param speed_mode: Train faster at the cost of bit-exactness with SB3, the same algorithm: bfloat16 products in
+        large hidden layers where the hardware is faster in bfloat16, float32 elsewhere, PyTorch's fused Adam, critics
+        batched in one network for small networks (``model.speed_mode_info`` says what was chosen;
+        ``"bfloat16"``/``"float32"`` force the precision)
     :param stats_window_size: Window size for the rollout logging
     :param tensorboard_log: the log location for tensorboard (if None, no logging)
     :param policy_kwargs: additional arguments to be passed to the policy on creation
@@ -150,7 +152,7 @@ class AblatableTD3(DDPG):
         "MultiInputPolicy": MultiInputPolicy,
     }
     policy_kwargs_defaults: ClassVar[dict[str, Any]] = {}  # TD3's two critics: the policy's default
-    implied_policy_arguments = ("batched_critics", "deterministic_actor", "target_networks")
+    implied_policy_arguments = (*DDPG.implied_policy_arguments, "deterministic_actor", "target_networks")
     policy: AblatableTD3Policy
     switch_names = SWITCHES
 
@@ -180,7 +182,7 @@ class AblatableTD3(DDPG):
         target_policy_smoothing: bool = True,
         delayed_policy_update: bool = True,
         clipped_double_q: bool = True,
-        speed_mode: bool = False,
+        speed_mode: bool | str = False,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,

@@ -93,6 +93,7 @@ class AblatableTD3Policy(DDPGPolicy):
     :param n_critics: Number of critic networks (two for clipped double Q-learning)
     :param share_features_extractor: Whether the actor and the critic share the features extractor
     :param batched_critics: Evaluate all critics as one batched network (the speed mode; not bit-exact with SB3)
+    :param fused_adam: Plain Adam steps with PyTorch's fused implementation (the speed mode; not bit-exact with SB3)
     :param deterministic_actor: A deterministic actor (TD3) or a tanh-squashed Gaussian one
     :param actor_initial_std: The Gaussian actor's pre-tanh standard deviation at initialization (see
         :class:`GaussianActor`); unused by a deterministic actor
@@ -115,6 +116,7 @@ class AblatableTD3Policy(DDPGPolicy):
         n_critics: int = 2,
         share_features_extractor: bool = False,
         batched_critics: bool = False,
+        fused_adam: bool = False,
         deterministic_actor: bool = True,
         actor_initial_std: float | Sequence[float] = 0.1,
         target_networks: bool = True,
@@ -136,6 +138,7 @@ class AblatableTD3Policy(DDPGPolicy):
             n_critics=n_critics,
             share_features_extractor=share_features_extractor,
             batched_critics=batched_critics,
+            fused_adam=fused_adam,
         )
 
     def _build(self, lr_schedule: Schedule) -> None:

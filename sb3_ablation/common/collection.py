@@ -1,0 +1,104 @@
+"""
+A lean data-collection step for off-policy algorithms, bit-exact with SB3's.
+
+SB3's ``collect_rollouts`` spends most of a small network's environment step outside the environment: switching the
+policy between training and evaluation mode twice per step (a recursive ``nn.Module.train`` over every submodule),
+and ``predict``'s general-purpose input handling. The pieces here do the same arithmetic on the same arrays in the
+same order (so the same actions, the same buffer and the same random draws), with less Python around it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.noise import ActionNoise
+from stable_baselines3.common.preprocessing import is_image_space
+from torch import nn
+
+
+class TrainingModeSwitch:
+    """
+    ``policy.set_training_mode`` without the recursive ``nn.Module.train`` walk: the modules whose flag it sets are
+    listed once, and the flag is written directly. Used only when no module overrides ``train()``, so the effect
+    (every listed module's ``training`` flag, nothing else) is exactly that of ``nn.Module.train``.
+
+    :param policy: the policy whose ``set_training_mode`` this replaces
+    :param networks: the networks that follow the mode (the online actor and critic; target networks stay in eval)
+    """
+
+    def __init__(self, policy: nn.Module, networks: list[nn.Module]):
+        self.policy = policy
+        self.modules = [module for network in networks for module in network.modules()]
+
+    @staticmethod
+    def applies_to(networks: list[nn.Module]) -> bool:
+        """:return: whether no module of ``networks`` overrides ``nn.Module.train`` (which this switch would skip)"""
+        return all(type(module).train is nn.Module.train for network in networks for module in network.modules())
+
+    def __call__(self, mode: bool) -> None:
+        for module in self.modules:
+            # What nn.Module.train does, without nn.Module.__setattr__'s type checks (`training` is a plain bool)
+            object.__setattr__(module, "training", mode)
+        object.__setattr__(self.policy, "training", mode)
+
+
+class LeanCollectionMixin:
+    """
+    Off-policy algorithm mixin: the exploration action of a step computed with less overhead than ``predict``, and
+    transitions stored without a deep copy. Anything unusual (dict or image observations, VecNormalize, gSDE) takes
+    SB3's own code path.
+    """
+
+    def _install_lean_collection(self) -> None:
+        """Replace the policy's mode switch by a :class:`TrainingModeSwitch` (call after the policy is built)."""
+        networks = [self.policy.actor, self.policy.critic]
+        if TrainingModeSwitch.applies_to(networks):
+            self.policy.set_training_mode = TrainingModeSwitch(self.policy, networks)
+        space = self.observation_space
+        self._lean_observations = isinstance(space, spaces.Box) and not is_image_space(space) and not self.use_sde
+
+    def _sample_action(
+        self, learning_starts: int, action_noise: ActionNoise | None = None, n_envs: int = 1
+    ) -> tuple[np.ndarray, np.ndarray]:
+        lean = getattr(self, "_lean_observations", False) and self.num_timesteps >= learning_starts
+        if not lean or self._last_obs is None or np.shape(self._last_obs)[1:] != self.observation_space.shape:
+            return super()._sample_action(learning_starts, action_noise, n_envs)
+        policy = self.policy
+        # SB3's `predict` on a batch of flat observations: the same tensor, forward pass and numpy arithmetic
+        policy.set_training_mode(False)
+        with th.no_grad():
+            actions = policy._predict(th.as_tensor(self._last_obs, device=self.device), deterministic=False)
+        actions = actions.cpu().numpy().reshape((-1, *self.action_space.shape))
+        unscaled_action = policy.unscale_action(actions) if policy.squash_output else actions
+        if not policy.squash_output:
+            unscaled_action = np.clip(unscaled_action, self.action_space.low, self.action_space.high)
+        # Then SB3's `_sample_action`: rescale to [-1, 1], add the exploration noise, clip
+        scaled_action = policy.scale_action(unscaled_action)
+        if action_noise is not None:
+            scaled_action = np.clip(scaled_action + action_noise(), -1, 1)
+        return policy.unscale_action(scaled_action), scaled_action
+
+    def _store_transition(
+        self,
+        replay_buffer: Any,
+        buffer_action: np.ndarray,
+        new_obs: np.ndarray | dict[str, np.ndarray],
+        reward: np.ndarray,
+        dones: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        if self._vec_normalize_env is not None or not isinstance(new_obs, np.ndarray):
+            return super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
+        # SB3's `_store_transition` for plain arrays: a copy of the new observations (not a deep copy of anything
+        # else), with the terminal observation of finished episodes in place of the reset one
+        self._last_original_obs = self._last_obs
+        next_obs = new_obs.copy()
+        for index in np.flatnonzero(dones):
+            terminal_obs = infos[index].get("terminal_observation")
+            if terminal_obs is not None:
+                next_obs[index] = terminal_obs
+        replay_buffer.add(self._last_original_obs, next_obs, buffer_action, reward, dones, infos)
+        self._last_obs = new_obs
