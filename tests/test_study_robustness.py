@@ -150,3 +150,29 @@ def test_shipped_study_files_resolve():
         tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))
         assert len(tasks) == runs
         assert all(task["hyperparams"]["n_timesteps"] == config.n_timesteps for task in tasks)
+
+
+def test_env_flag_runs_one_task_of_a_multi_task_config(tmp_path, capsys):
+    # A long multi-task study is worked off task by task: --env picks tasks of the config, the file's per-env
+    # settings of the others do not apply, and the folder accepts the runs as part of the same study.
+    config = tmp_path / "study.yml"
+    config.write_text(
+        "envs: [Pendulum-v1, MountainCarContinuous-v0]\nvariants: [td3]\nseeds: 1\n"
+        f"out: {tmp_path / 'out'}\n"
+        "env_hyperparams:\n  Pendulum-v1: {gamma: 0.9}\n  MountainCarContinuous-v0: {gamma: 0.95}\n"
+    )
+    assert study_main(["--config", str(config), "--env", "MountainCarContinuous-v0", *TINY_ARGS]) == 0
+    assert {record["env"] for record in iter_runs(tmp_path / "out")} == {"MountainCarContinuous-v0"}
+    assert study_main(["--config", str(config), *TINY_ARGS]) == 0
+    records = {record["env"]: record for record in iter_runs(tmp_path / "out")}
+    assert records["Pendulum-v1"]["hyperparams"]["gamma"] == 0.9
+    assert records["MountainCarContinuous-v0"]["hyperparams"]["gamma"] == 0.95
+    manifest = json.loads((tmp_path / "out" / "study.json").read_text())
+    assert manifest["settings"]["env_hyperparams"] == {
+        "Pendulum-v1": {"gamma": 0.9},
+        "MountainCarContinuous-v0": {"gamma": 0.95},
+    }
+    # per-env settings still pin their env: another gamma for a task already run is refused
+    config.write_text(config.read_text().replace("gamma: 0.95", "gamma: 0.99"))
+    assert study_main(["--config", str(config), "--env", "MountainCarContinuous-v0", *TINY_ARGS]) == 2
+    assert "env_hyperparams.MountainCarContinuous-v0" in capsys.readouterr().err

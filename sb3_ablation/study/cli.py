@@ -92,6 +92,9 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
     for name in ("backend", "address", "device", "out"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
+    if args.envs is not None and settings.get("env_hyperparams"):
+        # --env picks tasks of a config; the file's per-env settings of the tasks not picked do not apply
+        settings["env_hyperparams"] = {env: hp for env, hp in settings["env_hyperparams"].items() if env in args.envs}
     if args.seeds is not None:
         settings["seeds"] = args.seeds
     if args.hyperparams:

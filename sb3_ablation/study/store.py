@@ -176,6 +176,13 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [f"{prefix.rstrip('.')} ({json.dumps(old)} there, {json.dumps(new)} now)"]
 
 
+def _restrict_env_hyperparams(settings: dict, envs: set[str]) -> dict:
+    return {
+        **settings,
+        "env_hyperparams": {env: hp for env, hp in (settings.get("env_hyperparams") or {}).items() if env in envs},
+    }
+
+
 def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str, dict]], versions: dict[str, str]) -> dict:
     """
     Create the study manifest, or check an existing one and extend its lists of envs, variants and seeds.
@@ -198,12 +205,16 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
         except json.JSONDecodeError as error:
             raise StudyError(f"{path} is not a study manifest ({error}); use another --out") from None
         old_pinned = {"settings": manifest.get("settings", {}), "hyperparams": manifest.get("hyperparams", {})}
+        # per-env settings of envs present in both can conflict; the others belong to one side only
+        shared_envs = set(manifest.get("envs", [])) & set(config.envs)
+        old_pinned["settings"] = _restrict_env_hyperparams(old_pinned["settings"], shared_envs)
+        pinned_now = {**pinned, "settings": _restrict_env_hyperparams(pinned["settings"], shared_envs)}
         # only hyperparameters of envs present in both can conflict; new envs just extend the study
         old_pinned["hyperparams"] = {
             env: old_pinned["hyperparams"][env] for env in old_pinned["hyperparams"] if env in pinned["hyperparams"]
         }
         new_pinned = {
-            "settings": pinned["settings"],
+            "settings": pinned_now["settings"],
             "hyperparams": {env: hp for env, hp in pinned["hyperparams"].items() if env in old_pinned["hyperparams"]},
         }
         # algorithms only one side uses (e.g. a reference row added now) cannot conflict either
@@ -221,6 +232,7 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
                 "Use another --out, or the same settings to resume it"
             )
     manifest = manifest or {"format": MANIFEST_FORMAT, "settings": pinned["settings"], "hyperparams": {}}
+    manifest["settings"].setdefault("env_hyperparams", {}).update(pinned["settings"].get("env_hyperparams") or {})
     for env, by_algo in pinned["hyperparams"].items():
         manifest["hyperparams"].setdefault(env, {}).update(by_algo)
     for key, values in (("envs", config.envs), ("variants", config.variants), ("seeds", config.seeds)):
