@@ -1,12 +1,15 @@
-"""Learning benchmark on Pendulum-v1 with rl-zoo's hyperparameters (not part of CI: minutes per run).
+"""Learning benchmark with rl-zoo's hyperparameters (not part of CI: minutes per run).
 
 Trains AblatableTD3 (all components on), our DDPG and SB3's TD3 over several seeds and prints the final evaluation
-returns: full TD3 should reach a mean return better than -200 (rl-zoo reports -152 +- 90 for SB3's TD3).
-``--speed-mode`` compares AblatableTD3's default mode with ``speed_mode=True`` instead (same algorithm, not bit-exact):
-their returns should agree within noise.
+returns: on Pendulum-v1 full TD3 should reach a mean return better than -200 (rl-zoo reports -152 +- 90 for SB3's
+TD3). ``--speed-mode`` compares AblatableTD3's default mode with ``speed_mode=True`` instead (same algorithm, not
+bit-exact): the 95% CIs of the IQM difference (a stratified bootstrap, and a paired t-interval over the shared seeds)
+should include 0. The hyperparameters are the package's zoo entry for ``--env`` (zoo_configs/ablatable_td3.yml:
+rl-zoo's TD3 values).
 
-    OMP_NUM_THREADS=1 python benchmarks/learning.py                       # 5 seeds x 3 algorithms, 20k steps
-    OMP_NUM_THREADS=1 python benchmarks/learning.py --speed-mode
+    OMP_NUM_THREADS=1 python benchmarks/learning.py                       # Pendulum-v1, 5 seeds x 3 algorithms
+    OMP_NUM_THREADS=1 python benchmarks/learning.py --speed-mode --seeds 10
+    OMP_NUM_THREADS=1 python benchmarks/learning.py --speed-mode --env Hopper-v5 --steps 100000 --net-arch 64,64
     OMP_NUM_THREADS=1 python benchmarks/learning.py --seeds 2 --steps 3000 --net-arch 64,64   # a smaller run
 """
 
@@ -22,10 +25,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 import numpy as np
-import rl_zoo3
 import torch as th
 import yaml
-from scipy import stats
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.noise import NormalActionNoise
@@ -36,9 +37,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from sb3_ablation.benchmark.cli import parse_model_list, parse_net_archs
 from sb3_ablation.benchmark.models import MODEL_NAMES, build_model
 from sb3_ablation.benchmark.tables import format_table
-from sb3_ablation.study.config import write_json_atomic
+from sb3_ablation.common.io import write_json_atomic
+from sb3_ablation.study.statistics import outcome_statistics
 
 ENV_ID = "Pendulum-v1"
+ZOO_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "zoo_configs", "ablatable_td3.yml")
 DEFAULT_ALGOS = ("td3", "ddpg", "sb3_td3")
 SPEED_MODE_ALGOS = ("td3", "td3_speed")
 DESCRIPTIONS = {
@@ -54,38 +57,40 @@ TD3_TARGET_RETURN = -200.0
 
 def zoo_hyperparams(env_id: str = ENV_ID) -> dict[str, Any]:
     """
-    rl-zoo's TD3 hyperparameters for an environment, read from the YAML file shipped with rl_zoo3.
+    The zoo hyperparameters of an environment: the package's ``zoo_configs/ablatable_td3.yml`` (rl-zoo's TD3 values).
 
-    :param env_id: environment id (a key of rl_zoo3's ``td3.yml``)
+    :param env_id: environment id (a key of that file)
     :return: the raw zoo entry (``n_timesteps``, ``gamma``, ``noise_std``, ``policy_kwargs`` as a string, ...)
     """
-    path = os.path.join(os.path.dirname(rl_zoo3.__file__), "hyperparams", "td3.yml")
-    with open(path) as file:
+    with open(ZOO_CONFIG) as file:
         entries = yaml.safe_load(file)
     if env_id not in entries:
-        raise ValueError(f"rl_zoo3's td3.yml has no entry for {env_id!r}")
+        known = ", ".join(key for key in entries if key != "default")
+        raise ValueError(f"--env: no zoo entry for {env_id!r} in {ZOO_CONFIG}; expected one of {known}")
     return entries[env_id]
 
 
 def run_configuration(args: argparse.Namespace) -> dict[str, Any]:
     """
-    The training settings: rl-zoo's Pendulum-v1 entry with the command-line overrides applied.
+    The training settings: the zoo entry of ``--env`` with the command-line overrides applied.
 
     :param args: parsed command line
-    :return: ``steps``, ``net_arch``, ``eval_episodes``, the constructor arguments under ``model_kwargs`` and
-        ``full_zoo_setting`` (whether steps, net_arch and learning_starts are rl-zoo's own)
+    :return: ``env_id``, ``steps``, ``net_arch``, ``eval_episodes``, the constructor arguments under ``model_kwargs``
+        and ``full_zoo_setting`` (whether steps, net_arch and learning_starts are rl-zoo's own)
     """
-    zoo = zoo_hyperparams()
+    zoo = zoo_hyperparams(args.env)
     if zoo.get("noise_type") != "normal":
-        raise ValueError(f"expected normal action noise in rl-zoo's {ENV_ID} entry, found {zoo.get('noise_type')!r}")
+        raise ValueError(f"expected normal action noise in the zoo's {args.env} entry, found {zoo.get('noise_type')!r}")
     # policy_kwargs is a Python expression in rl-zoo's files, e.g. "dict(net_arch=[400, 300])"
     zoo_net_arch = eval(zoo["policy_kwargs"], {"__builtins__": {}, "dict": dict})["net_arch"]
     steps = int(zoo["n_timesteps"]) if args.steps is None else args.steps
     # learning only starts after learning_starts random steps: keep half of a shortened run for learning
     learning_starts = min(int(zoo["learning_starts"]), steps // 2) if args.learning_starts is None else args.learning_starts
     model_kwargs = {
-        "gamma": float(zoo["gamma"]),
-        "buffer_size": int(zoo["buffer_size"]),
+        # SB3's defaults where the zoo entry (e.g. MuJoCo's) keeps them
+        "gamma": float(zoo.get("gamma", 0.99)),
+        "buffer_size": int(zoo.get("buffer_size", 1_000_000)),
+        "batch_size": int(zoo.get("batch_size", 256)),
         "learning_starts": learning_starts,
         "train_freq": int(zoo["train_freq"]),
         "gradient_steps": int(zoo["gradient_steps"]),
@@ -99,6 +104,7 @@ def run_configuration(args: argparse.Namespace) -> dict[str, Any]:
         int(zoo["learning_starts"]),
     )
     return {
+        "env_id": args.env,
         "full_zoo_setting": full_zoo_setting,
         "steps": steps,
         "net_arch": net_arch,
@@ -123,14 +129,14 @@ def train_and_evaluate(algo: str, seed: int, config: dict[str, Any]) -> dict[str
     th.set_num_threads(1)
     kwargs = dict(config["model_kwargs"])
     noise_std = kwargs.pop("noise_std")
-    train_env = make_vec_env(ENV_ID, n_envs=1)
+    train_env = make_vec_env(config["env_id"], n_envs=1)
     action_dim = train_env.action_space.shape[0]
     action_noise = NormalActionNoise(np.zeros(action_dim), noise_std * np.ones(action_dim))
     model = build_model(algo, train_env, config["net_arch"], seed=seed, action_noise=action_noise, **kwargs)
     start = time.perf_counter()
     model.learn(total_timesteps=config["steps"])
     seconds = time.perf_counter() - start
-    eval_env = make_vec_env(ENV_ID, n_envs=1, seed=seed + 10_000)
+    eval_env = make_vec_env(config["env_id"], n_envs=1, seed=seed + 10_000)
     mean_return, _ = evaluate_policy(model, eval_env, n_eval_episodes=config["eval_episodes"], deterministic=True)
     eval_env.close()
     return {"algo": algo, "seed": seed, "return": float(mean_return), "train_seconds": seconds}
@@ -184,22 +190,42 @@ def results_table(returns: dict[str, list[float]], seeds: list[int]) -> str:
     return format_table(headers, rows)
 
 
-def speed_mode_comparison(default: list[float], speed: list[float]) -> str:
+def speed_mode_comparison(default: list[float], speed: list[float], seeds: list[int]) -> dict[str, Any]:
     """
-    Difference of mean returns (speed mode - default) with Welch's 95% confidence interval and t-test.
+    Speed mode against the default: the difference of IQMs with the study's statistics (95% stratified-bootstrap CI
+    of the IQM difference, and the paired difference over the shared seeds with its Student-t interval).
 
-    :return: one line of text
+    :param default: final returns of the default mode, ordered by seed
+    :param speed: final returns of the speed mode, ordered by seed
+    :param seeds: the seeds of both
+    :return: ``iqm_default``, ``iqm_speed``, ``iqm_difference`` and ``iqm_difference_ci`` (``None`` below 5 seeds),
+        ``paired_difference`` and ``paired_ci``, and a one-line ``summary``
     """
-    difference = statistics.mean(speed) - statistics.mean(default)
-    if len(default) < 2 or len(speed) < 2:
-        return f"speed mode - default: {difference:+.1f} (need at least 2 seeds each for a test)"
-    test = stats.ttest_ind(speed, default, equal_var=False)
-    low, high = test.confidence_interval(0.95)
-    verdict = "equal within noise" if low <= 0 <= high else "DIFFERENT"
-    return (
-        f"speed mode - default: {difference:+.1f} (95% CI [{low:.1f}, {high:.1f}], Welch t-test p = {test.pvalue:.2f}): "
-        f"{verdict}"
+    scores = {"td3": np.asarray(default), "td3_speed": np.asarray(speed)}
+    stats = outcome_statistics(scores, baseline="td3", seeds={name: seeds for name in scores})
+    speed_stats = stats["td3_speed"]
+    result = {
+        "iqm_default": stats["td3"].iqm,
+        "iqm_speed": speed_stats.iqm,
+        "iqm_difference": speed_stats.diff,
+        "iqm_difference_ci": speed_stats.diff_ci,
+        "paired_difference": speed_stats.paired_diff,
+        "paired_ci": speed_stats.paired_ci,
+    }
+    if speed_stats.diff_ci is None:
+        result["summary"] = (
+            f"speed mode - default, IQM: {speed_stats.diff:+.1f} over {len(seeds)} seeds "
+            f"(no confidence interval below {speed_stats.min_runs} seeds)"
+        )
+        return result
+    (low, high), (paired_low, paired_high) = speed_stats.diff_ci, speed_stats.paired_ci
+    verdict = "includes 0" if low <= 0 <= high else "EXCLUDES 0"
+    result["summary"] = (
+        f"speed mode - default, IQM: {speed_stats.diff:+.1f}, 95% stratified-bootstrap CI [{low:.1f}, {high:.1f}] "
+        f"(width {high - low:.1f}, {verdict}); paired over {len(seeds)} seeds: {speed_stats.paired_diff:+.1f}, "
+        f"95% t-interval [{paired_low:.1f}, {paired_high:.1f}] (width {paired_high - paired_low:.1f})"
     )
+    return result
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -210,14 +236,15 @@ def make_parser() -> argparse.ArgumentParser:
         default=",".join(DEFAULT_ALGOS),
         help=f"comma-separated, from {', '.join(MODEL_NAMES)} (default %(default)s)",
     )
+    parser.add_argument("--env", default=ENV_ID, help="environment with a zoo entry (default %(default)s)")
     parser.add_argument("--speed-mode", action="store_true", help="compare AblatableTD3 default vs speed_mode=True instead")
     parser.add_argument("--seeds", type=int, default=5, help="number of seeds (default %(default)s)")
     parser.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed, first-seed + 1, ... (default 0)")
-    parser.add_argument("--steps", type=int, help="training steps per run (default: rl-zoo's 20000)")
+    parser.add_argument("--steps", type=int, help="training steps per run (default: the zoo's n_timesteps)")
     parser.add_argument(
         "--learning-starts", type=int, help="random steps before learning (default: rl-zoo's, at most steps/2)"
     )
-    parser.add_argument("--net-arch", help="hidden layer sizes, e.g. 64,64 (default: rl-zoo's 400,300)")
+    parser.add_argument("--net-arch", help="hidden layer sizes, e.g. 64,64 (default: the zoo's)")
     parser.add_argument("--eval-episodes", type=int, default=10, help="evaluation episodes per run (default %(default)s)")
     parser.add_argument("--workers", type=int, default=2, help="parallel processes, one torch thread each (default 2)")
     parser.add_argument("--json", metavar="PATH", help="also save the results as JSON")
@@ -253,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
 
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     header = (
-        f"Pendulum-v1, rl-zoo TD3 hyperparameters: {config['steps']} steps, net_arch {config['net_arch']}, "
+        f"{config['env_id']}, rl-zoo TD3 hyperparameters: {config['steps']} steps, net_arch {config['net_arch']}, "
         f"{config['model_kwargs']}; {len(seeds)} seeds, {config['eval_episodes']} deterministic evaluation episodes"
     )
     print(header, file=sys.stderr, flush=True)
@@ -262,16 +289,19 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"# Learning benchmark: {header}\n")
     print(results_table(returns, seeds) + "\n")
-    if "td3" in returns:
+    comparison = None
+    if "td3" in returns and config["env_id"] == ENV_ID:
         mean = statistics.mean(returns["td3"])
         verdict = "better than" if mean > TD3_TARGET_RETURN else "NOT better than"
         print(f"AblatableTD3 mean return {mean:.1f}: {verdict} {TD3_TARGET_RETURN:.0f} (rl-zoo reports -152 +- 90)")
         if config["full_zoo_setting"] is False:
             print("(that target is for rl-zoo's full setting: 20000 steps, net_arch [400, 300], learning_starts 10000)")
     if "td3" in returns and "td3_speed" in returns:
-        print(speed_mode_comparison(returns["td3"], returns["td3_speed"]))
+        comparison = speed_mode_comparison(returns["td3"], returns["td3_speed"], seeds)
+        print(comparison["summary"])
     if args.json:
-        write_json_atomic(args.json, {"config": config, "seeds": seeds, "results": results, "returns": returns})
+        record = {"config": config, "seeds": seeds, "results": results, "returns": returns, "comparison": comparison}
+        write_json_atomic(args.json, record)
         print(f"results saved to {args.json}")
     return 0
 
