@@ -202,3 +202,19 @@ def test_curve_iqm_ignores_missing_values_and_matches_trim_mean():
     point_again, ci = curve_estimates(values[:, :3], reps=REPS)
     assert np.array_equal(point_again, point[:3]) and ci.shape == (2, 3) and np.all(ci[0] <= ci[1])
     assert curve_estimates(values[:4, :3], reps=REPS)[1] is None  # fewer than 5 runs: no band
+
+
+def test_header_gives_each_envs_training_steps_and_the_studys_overrides(tmp_path):
+    envs = ("Pendulum-v1", "MountainCarContinuous-v0")
+    write_study(tmp_path, {**leave_one_out(envs[0]), **leave_one_out(envs[1])}, seeds=[0])
+    manifest = {
+        "envs": list(envs), "variants": ["td3", "no_replay_buffer", "no_clipped_double_q"], "seeds": [0],
+        "settings": {"hyperparams": {"policy_kwargs": "dict(net_arch=[64, 64])"},
+                     "env_hyperparams": {envs[1]: {"n_timesteps": 5000, "gamma": 0.9}}},
+        "hyperparams": {envs[0]: {"ablatable_td3": {"n_timesteps": 20000.0}}, envs[1]: {"ablatable_td3": {"n_timesteps": 5000}}},
+    }  # fmt: skip
+    write_json_atomic(tmp_path / "study.json", manifest)
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert "training steps: Pendulum-v1 20,000, MountainCarContinuous-v0 5,000;" in text
+    assert "with policy_kwargs: dict(net_arch=[64, 64]), gamma (MountainCarContinuous-v0): 0.9;" in text
+    assert "with 1 run per variant:" in text

@@ -121,6 +121,33 @@ def _seed_counts(stats: dict[str, VariantStats]) -> str:
     return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
 
 
+def _training_steps(manifest: dict) -> str:
+    """Each env's training steps as its runs used them (the resolved zoo hyperparameters in the manifest)."""
+    steps = {
+        env: {
+            int(float(hp["n_timesteps"]))
+            for hp in manifest.get("hyperparams", {}).get(env, {}).values()
+            if "n_timesteps" in hp
+        }
+        for env in manifest.get("envs", [])
+    }
+    if not any(steps.values()):
+        return str(manifest.get("settings", {}).get("n_timesteps") or "the zoo default of each env")
+    if len({frozenset(v) for v in steps.values()}) == 1 and len(next(iter(steps.values()))) == 1:
+        return f"{next(iter(next(iter(steps.values())))):,}"
+    return ", ".join(f"{env} {'/'.join(f'{n:,}' for n in sorted(v)) or '?'}" for env, v in steps.items())
+
+
+def _overrides(settings: dict) -> str:
+    """The study's overrides of the zoo hyperparameters (other than the training steps), as the study file gives them."""
+    overrides = {**settings.get("hyperparams", {})}
+    for env, by_env in (settings.get("env_hyperparams") or {}).items():
+        overrides.update({f"{key} ({env})": value for key, value in by_env.items() if key != "n_timesteps"})
+    if not overrides:
+        return ""
+    return "; zoo hyperparameters otherwise, with " + ", ".join(f"{key}: {value}" for key, value in overrides.items())
+
+
 def bootstrap_method(reps: int, n: int | str) -> str:
     return f"IQM, 95% stratified-bootstrap CI, {reps:,} resamples, n = {n} seeds"
 
@@ -294,7 +321,8 @@ def env_summary(
     """A short generated paragraph: which variants differ from the baseline in return and in overestimation."""
     if baseline not in returns:
         return f"No finished runs of the baseline ({baseline}) on {env}: no comparison."
-    head = f"Compared with {baseline} on {env}, with {_seed_counts(returns)} runs per variant:"
+    counts = _seed_counts(returns)
+    head = f"Compared with {baseline} on {env}, with {counts} run{'' if counts == '1' else 's'} per variant:"
     lines = outcome_summary(FINAL_RETURN, returns, baseline, reps)
     if baseline in bias:
         lines += outcome_summary(OVERESTIMATION, bias, baseline, reps)
@@ -594,7 +622,7 @@ def write_report(
         f"# Ablation study report: {', '.join(data.envs)}",
         "",
         f"Study folder `{out}`. Variants: {', '.join(data.variants)}; seeds: {', '.join(map(str, data.manifest['seeds']))}; "
-        f"training steps: {settings.get('n_timesteps') or 'the zoo default of each env'}; evaluation every "
+        f"training steps: {_training_steps(data.manifest)}{_overrides(settings)}; evaluation every "
         f"{settings.get('eval_freq') or 'n_timesteps/20'} steps with {settings.get('eval_episodes')} deterministic episodes. "
         f"Baseline: **{baseline}**.",
         "",
