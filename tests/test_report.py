@@ -211,7 +211,8 @@ def test_header_gives_each_envs_training_steps_and_the_studys_overrides(tmp_path
         "envs": list(envs), "variants": ["td3", "no_replay_buffer", "no_clipped_double_q"], "seeds": [0],
         "settings": {"hyperparams": {"policy_kwargs": "dict(net_arch=[64, 64])"},
                      "env_hyperparams": {envs[1]: {"n_timesteps": 5000, "gamma": 0.9}}},
-        "hyperparams": {envs[0]: {"ablatable_td3": {"n_timesteps": 20000.0}}, envs[1]: {"ablatable_td3": {"n_timesteps": 5000}}},
+        "hyperparams": {envs[0]: {"ablatable_td3": {"n_timesteps": 20000.0}},
+                        envs[1]: {"ablatable_td3": {"n_timesteps": 5000}}},
     }  # fmt: skip
     write_json_atomic(tmp_path / "study.json", manifest)
     text = write_report(tmp_path, reps=REPS).read_text()
