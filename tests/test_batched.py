@@ -14,7 +14,7 @@ from torch import nn
 from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import AgentReplayBuffer, BatchedTD3
 from sb3_ablation.study.cli import study_main
-from sb3_ablation.study.config import StudyConfig, make_tasks, resolve_hyperparams
+from sb3_ablation.study.config import StudyConfig, StudyError, make_tasks, resolve_hyperparams
 from sb3_ablation.study.store import run_path
 
 SMALL = dict(learning_starts=50, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
@@ -193,6 +193,8 @@ def test_unknown_engine_is_a_one_line_error(tmp_path, capsys):
     assert study_main([*STUDY, "--engine", "threads", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "sb3-ablation study: unknown engine 'threads'; expected one of process, batched"
+    with pytest.raises(StudyError, match="AblatableTD3 variants only, not ref_sb3_td3"):
+        StudyConfig(envs=["Pendulum-v1"], variants=["td3", "ref_sb3_td3"], seeds=2, out=str(tmp_path), engine="batched")
 
 
 def test_a_failing_agent_is_recorded_while_the_others_finish(tmp_path, monkeypatch):

@@ -21,6 +21,7 @@ from typing import Any
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
+from sb3_ablation.study.backends import failed_record
 from sb3_ablation.study.execute import (
     captured_warnings,
     finish_record,
@@ -44,8 +45,6 @@ def make_groups(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def failed_group(group: dict[str, Any], error: str) -> list[dict[str, Any]]:
     """The records of a group that never returned (its worker died)."""
-    from sb3_ablation.study.backends import failed_record
-
     return [{**failed_record(task, error), "engine": ENGINE} for task in group["runs"]]
 
 
