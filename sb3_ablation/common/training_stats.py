@@ -45,28 +45,61 @@ class TrainingStats:
             self._log_stds.append(log_std.detach())
 
     @th.no_grad()
-    def record(self, logger: Logger, n_updates: int) -> None:
-        """Log the means over the steps collected (SB3's keys for the losses, as SB3's TD3 logs them)."""
-        logger.record("train/n_updates", n_updates, exclude="tensorboard")
-        if not self._critic_losses:
-            return
+    def _host_values(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The critic losses, actor losses, Q columns and log-stds on the host, after a single transfer."""
         # Everything in one tensor, one kernel and one device-to-host transfer; the means in float64 on the host
         parts = [self._critic_losses, self._actor_losses, [q for step in self._q_values for q in step], self._log_stds]
         flat = th.cat([tensor.reshape(-1).float() for part in parts for tensor in part]).cpu().numpy().astype(np.float64)
         critic_losses, actor_losses, q_values, log_stds = np.split(
             flat, np.cumsum([sum(tensor.numel() for tensor in part) for part in parts[:3]])
         )
-        n_steps, n_columns = len(self._q_values), len(self._q_values[0])
-        # Columns Q_1 .. Q_n, y over every step's batch
-        columns = q_values.reshape(n_steps, n_columns, -1).transpose(1, 0, 2).reshape(n_columns, -1)
+        return critic_losses, actor_losses, q_values, log_stds
+
+    def record(self, logger: Logger, n_updates: int) -> None:
+        """Log the means over the steps collected (SB3's keys for the losses, as SB3's TD3 logs them)."""
+        logger.record("train/n_updates", n_updates, exclude="tensorboard")
+        if not self._critic_losses:
+            return
+        critic_losses, actor_losses, q_values, log_stds = self._host_values()
         logger.record("train/critic_loss", float(np.mean(critic_losses)))
         if len(actor_losses):
             logger.record("train/actor_loss", float(np.mean(actor_losses)))
-        if len(log_stds):
-            logger.record("train/actor_std", float(np.mean(np.exp(log_stds))))
-        for index in range(n_columns - 1):
-            logger.record(f"train/q{index + 1}_mean", float(np.mean(columns[index])))
-        logger.record("train/target_q_mean", float(np.mean(columns[-1])))
-        if n_columns >= 3:
-            logger.record("train/twin_q_gap", float(np.mean(np.abs(columns[0] - columns[1]))))
-        logger.record("train/td_error", float(np.mean(np.abs(columns[0] - columns[-1]))))
+        n_steps, n_columns = len(self._q_values), len(self._q_values[0])
+        # Columns Q_1 .. Q_n, y over every step's batch
+        columns = q_values.reshape(n_steps, n_columns, -1).transpose(1, 0, 2).reshape(n_columns, -1)
+        for key, value in _diagnostics(columns, log_stds).items():
+            logger.record(f"train/{key}", value)
+
+    def agent_diagnostics(self, n_agents: int) -> list[dict[str, float]]:
+        """
+        The diagnostics of each of ``n_agents`` agents trained together (every tensor with the agents first: Q-values
+        ``(n_agents, batch, 1)``, log-stds ``(n_agents, batch, action_dim)``), keyed as logged without ``train/``.
+        """
+        if not self._critic_losses:
+            return [{} for _ in range(n_agents)]
+        _, _, q_values, log_stds = self._host_values()
+        n_steps, n_columns = len(self._q_values), len(self._q_values[0])
+        by_agent = q_values.reshape(n_steps, n_columns, n_agents, -1).transpose(2, 1, 0, 3).reshape(n_agents, n_columns, -1)
+        log_stds_by_agent = np.zeros((n_agents, 0))
+        if self._log_stds:  # a Gaussian actor's
+            log_stds_by_agent = log_stds.reshape(len(self._log_stds), n_agents, -1).transpose(1, 0, 2).reshape(n_agents, -1)
+        return [_diagnostics(by_agent[agent], log_stds_by_agent[agent]) for agent in range(n_agents)]
+
+
+def _diagnostics(columns: np.ndarray, log_stds: np.ndarray) -> dict[str, float]:
+    """
+    :param columns: Q_1 .. Q_n and the target y, one row each
+    :param log_stds: a Gaussian actor's log standard deviations (empty for a deterministic actor)
+    :return: ``actor_std`` (Gaussian actor only), ``q{i}_mean``, ``target_q_mean``, ``twin_q_gap`` (two critics or
+        more) and ``td_error``
+    """
+    values = {}
+    if len(log_stds):
+        values["actor_std"] = float(np.mean(np.exp(log_stds)))
+    for index in range(len(columns) - 1):
+        values[f"q{index + 1}_mean"] = float(np.mean(columns[index]))
+    values["target_q_mean"] = float(np.mean(columns[-1]))
+    if len(columns) >= 3:
+        values["twin_q_gap"] = float(np.mean(np.abs(columns[0] - columns[1])))
+    values["td_error"] = float(np.mean(np.abs(columns[0] - columns[-1])))
+    return values

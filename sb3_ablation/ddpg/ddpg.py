@@ -222,6 +222,10 @@ class DDPG(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorithm):
             stats.actor_step(actor_loss)
 
             self._update_target_networks()
+        self._record_training_stats(stats)
+
+    def _record_training_stats(self, stats: TrainingStats) -> None:
+        """Log the losses and diagnostics of one ``train()`` call."""
         stats.record(self.logger, self._n_updates)
 
     def _td_target(self, replay_data: ReplayBufferSamples, next_q_values: th.Tensor) -> th.Tensor:

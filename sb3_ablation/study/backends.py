@@ -56,11 +56,20 @@ def _init_worker(parent_pid: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
 
 
-def run_local(tasks: list[dict], workers: int, on_result: Callable[[dict], None]) -> None:
+def run_local(
+    tasks: list[dict],
+    workers: int,
+    on_result: Callable[[Any], None],
+    execute: Callable[[dict], Any] = execute_run,
+    failed: Callable[[dict, str], Any] = failed_record,
+) -> None:
     """
     Run tasks in ``workers`` processes (``spawn`` start method: torch and ``fork`` do not mix well), one torch thread
     each. At most ``workers`` runs are in flight, so a worker that dies (BrokenProcessPool) costs exactly those: they
     are recorded as failed, a fresh pool takes over the rest.
+
+    :param execute: what runs a task in a worker (a run; with the batched engine a group of runs)
+    :param failed: the result of a task whose worker failed (``failed(task, error)``), handed to ``on_result``
     """
     import multiprocessing
 
@@ -74,7 +83,7 @@ def run_local(tasks: list[dict], workers: int, on_result: Callable[[dict], None]
             while (pending or in_flight) and not broken:
                 while pending and len(in_flight) < workers:
                     task = pending.popleft()
-                    in_flight[pool.submit(execute_run, task)] = task
+                    in_flight[pool.submit(execute, task)] = task
                 done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                 for future in done:
                     task = in_flight.pop(future)
@@ -82,12 +91,12 @@ def run_local(tasks: list[dict], workers: int, on_result: Callable[[dict], None]
                         record = future.result()
                     except BrokenProcessPool:
                         broken = True
-                        record = failed_record(task, "worker process died (killed or out of memory) during this run")
+                        record = failed(task, "worker process died (killed or out of memory) during this run")
                     except Exception as error:
-                        record = failed_record(task, f"{type(error).__name__}: {error}")
+                        record = failed(task, f"{type(error).__name__}: {error}")
                     on_result(record)
             for task in in_flight.values():  # a broken pool takes every run in flight with it
-                on_result(failed_record(task, "worker process died (killed or out of memory) during this run"))
+                on_result(failed(task, "worker process died (killed or out of memory) during this run"))
             in_flight.clear()
         except BaseException:
             # Ctrl-C or another driver error: stop the workers now rather than waiting for their runs to end
@@ -98,11 +107,18 @@ def run_local(tasks: list[dict], workers: int, on_result: Callable[[dict], None]
         pool.shutdown(wait=True)
 
 
-def run_ray(tasks: list[dict], workers: int | None, address: str | None, on_result: Callable[[dict], None]) -> None:
+def run_ray(
+    tasks: list[dict],
+    workers: int | None,
+    address: str | None,
+    on_result: Callable[[Any], None],
+    execute: Callable[[dict], Any] = execute_run,
+    failed: Callable[[dict, str], Any] = failed_record,
+) -> None:
     """
     Run tasks as Ray tasks (one CPU each) on the cluster at ``address``, or on a local Ray started here with
-    ``workers`` CPUs. The same :func:`execute_run` as the local backend; records come back to this driver, which
-    writes them, so workers need no shared file system.
+    ``workers`` CPUs. The same ``execute`` as the local backend (:func:`execute_run` by default); records come back
+    to this driver, which writes them, so workers need no shared file system.
     """
     try:
         import ray
@@ -117,7 +133,7 @@ def run_ray(tasks: list[dict], workers: int | None, address: str | None, on_resu
         else:
             ray.init(num_cpus=workers, include_dashboard=False, logging_level=logging.WARNING)
             started_here = True
-    remote_run = ray.remote(num_cpus=1, max_retries=0)(execute_run)
+    remote_run = ray.remote(num_cpus=1, max_retries=0)(execute)
     in_flight = {remote_run.remote(task): task for task in tasks}
     try:
         while in_flight:
@@ -127,7 +143,7 @@ def run_ray(tasks: list[dict], workers: int | None, address: str | None, on_resu
                 try:
                     record = ray.get(ref)
                 except Exception as error:  # RayTaskError, WorkerCrashedError, ...
-                    record = failed_record(task, f"Ray task failed: {type(error).__name__}: {str(error).splitlines()[0]}")
+                    record = failed(task, f"Ray task failed: {type(error).__name__}: {str(error).splitlines()[0]}")
                 on_result(record)
     finally:
         for ref in in_flight:

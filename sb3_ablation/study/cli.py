@@ -62,6 +62,11 @@ def _study_parser() -> argparse.ArgumentParser:
     parser.add_argument("--address", help="address of an existing Ray cluster (default with --backend ray: a local Ray)")
     parser.add_argument("--device", help="torch device of each run (default: cpu)")
     parser.add_argument(
+        "--engine",
+        help="process: each run in its own process (default); batched: the seeds of one env and variant trained "
+        "together in one process with batched networks (more runs per hour for small networks; no checkpoints)",
+    )
+    parser.add_argument(
         "--checkpoint-freq",
         type=int,
         metavar="STEPS",
@@ -89,7 +94,7 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
     ):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
-    for name in ("backend", "address", "device", "out"):
+    for name in ("backend", "address", "device", "engine", "out"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     if args.envs is not None and settings.get("env_hyperparams"):

@@ -14,6 +14,8 @@ import yaml
 from sb3_ablation.study.variants import Variant, resolve_variants
 
 BACKENDS = ("local", "ray")
+#: process: each run in its own process; batched: the runs of one (env, variant) in one process (BatchedTD3)
+ENGINES = ("process", "batched")
 #: default ``checkpoint_freq``: about ten minutes of a [400, 300] TD3 run on one CPU core, a few seconds to save
 DEFAULT_CHECKPOINT_FREQ = 50_000
 
@@ -46,7 +48,9 @@ class StudyConfig:
     :param address: address of an existing Ray cluster (``ray`` backend only); ``None`` starts a local Ray
     :param device: torch device of each run
     :param checkpoint_freq: checkpoint each run at the first episode end after every this many steps, so a killed
-        run resumes there (0: never)
+        run resumes there (0: never; the batched engine takes no checkpoints)
+    :param engine: ``process`` (each run in its own process) or ``batched`` (the seeds of one env and variant trained
+        together in one process, :mod:`sb3_ablation.study.batched`)
     :param progress: show a progress bar
     """
 
@@ -65,6 +69,7 @@ class StudyConfig:
     address: str | None = None
     device: str = "cpu"
     checkpoint_freq: int = DEFAULT_CHECKPOINT_FREQ
+    engine: str = "process"
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -87,6 +92,11 @@ class StudyConfig:
             _check_positive_int("checkpoint_freq", self.checkpoint_freq)
         if self.backend not in BACKENDS:
             raise StudyError(f"unknown backend {self.backend!r}; expected one of {', '.join(BACKENDS)}")
+        if self.engine not in ENGINES:
+            raise StudyError(f"unknown engine {self.engine!r}; expected one of {', '.join(ENGINES)}")
+        if self.engine == "batched" and any(variant.is_reference for variant in self.variant_objects):
+            reference = [variant.name for variant in self.variant_objects if variant.is_reference]
+            raise StudyError(f"the batched engine runs AblatableTD3 variants only, not {', '.join(reference)}")
         if self.address and self.backend != "ray":
             raise StudyError("--address is for the ray backend; add --backend ray")
         if not isinstance(self.hyperparams, dict):

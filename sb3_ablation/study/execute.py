@@ -270,16 +270,7 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     # one thread per run: parallel runs on separate cores instead of threads fighting over them
     th.set_num_threads(1)
     started = time.time()
-    record: dict[str, Any] = {
-        "format": RUN_FILE_FORMAT,
-        **{key: task[key] for key in ("env", "variant", "seed", "algo", "switches", "hyperparams", "eval_freq")},
-        "eval_episodes": task["eval_episodes"],
-        "versions": library_versions(),
-        "host": platform.node(),
-        "status": "failed",
-        "error": None,
-        "traceback": None,
-    }
+    record = new_record(task)
     record_path = Path(task["record"]) if task.get("record") else None
     checkpoints = RunCheckpoints(record_path) if record_path is not None else None
     run_warnings: dict[str, None] = {}
@@ -301,6 +292,17 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     except Exception as error:  # a failing run is recorded, never stops the study
         record["error"] = f"{type(error).__name__}: {error}"
         record["traceback"] = traceback.format_exc()
+    wall_time_s = time.time() - started + record.pop("resumed_wall_time_s", 0.0)
+    record = finish_record(record, evaluator, run_warnings, wall_time_s)
+    if record_path is not None:
+        write_run(record_path, record)
+        if record["status"] == "ok":
+            checkpoints.remove()
+    return record
+
+
+def finish_record(record: dict[str, Any], evaluator: Any, run_warnings: dict[str, None], wall_time_s: float) -> dict:
+    """The record with the run's evaluations, diagnostics, warnings and times, ready for JSON."""
     if evaluator is not None:
         record["evaluations"] = evaluator.history
         record["diagnostics"] = evaluator.diagnostics
@@ -308,14 +310,43 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     else:
         record["evaluations"] = {}
     record["warnings"] = list(run_warnings)
-    record["wall_time_s"] = time.time() - started + record.pop("resumed_wall_time_s", 0.0)
+    record["wall_time_s"] = wall_time_s
     record["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    record = finite_or_none(record)
-    if record_path is not None:
-        write_run(record_path, record)
-        if record["status"] == "ok":
-            checkpoints.remove()
-    return record
+    return finite_or_none(record)
+
+
+def new_record(task: dict[str, Any]) -> dict[str, Any]:
+    """The record of a run before it has run: its settings, versions and host, ``"status": "failed"`` until done."""
+    return {
+        "format": RUN_FILE_FORMAT,
+        **{key: task[key] for key in ("env", "variant", "seed", "algo", "switches", "hyperparams", "eval_freq")},
+        "eval_episodes": task["eval_episodes"],
+        "versions": library_versions(),
+        "host": platform.node(),
+        "status": "failed",
+        "error": None,
+        "traceback": None,
+    }
+
+
+def make_evaluator(task: dict[str, Any], manager: Any, record: dict[str, Any]) -> Any:
+    """
+    The run's evaluation callback, on an evaluation env as train's EvalCallback gets it (no reward normalization,
+    frozen statistics), with the training env's env_kwargs and the study's cut of episode length; notes the run's
+    ``n_timesteps`` and ``eval_freq`` in ``record``.
+    """
+    from sb3_ablation.study.evaluation import OverestimationEvalCallback
+
+    record["n_timesteps"] = manager.n_timesteps
+    eval_freq = task["eval_freq"] or max(1, manager.n_timesteps // 20)
+    record["eval_freq"] = eval_freq
+    manager.eval_env_kwargs = dict(manager.env_kwargs)
+    if task.get("eval_max_episode_steps"):
+        manager.eval_env_kwargs["max_episode_steps"] = task["eval_max_episode_steps"]
+    n_eval_envs = task.get("eval_envs") or min(task["eval_episodes"], MAX_EVAL_ENVS)
+    return OverestimationEvalCallback(
+        manager.create_envs(n_eval_envs, eval_env=True), eval_freq, task["eval_episodes"], seed=task["seed"]
+    )
 
 
 def manager_learn_kwargs(manager: Any) -> dict[str, Any]:
@@ -331,8 +362,6 @@ def _build_run(
     """The model (fresh or from the last checkpoint), its manager, the evaluation callback and all callbacks."""
     from stable_baselines3.common.utils import set_random_seed
 
-    from sb3_ablation.study.evaluation import OverestimationEvalCallback
-
     latest = checkpoints.latest() if checkpoints is not None else None
     for attempt in (latest, None) if latest is not None else (None,):
         # as rl_zoo3's train does before building anything
@@ -340,18 +369,7 @@ def _build_run(
         manager = make_manager(task, trained_agent=str(attempt / "model.zip") if attempt is not None else "")
         model, _ = manager.setup_experiment()
         reset_states = _observe_resets(model.get_env())
-        record["n_timesteps"] = manager.n_timesteps
-        eval_freq = task["eval_freq"] or max(1, manager.n_timesteps // 20)
-        record["eval_freq"] = eval_freq
-        # the evaluation env as train's EvalCallback gets it (no reward normalization, frozen statistics), with the
-        # training env's env_kwargs and the study's cut of episode length
-        manager.eval_env_kwargs = dict(manager.env_kwargs)
-        if task.get("eval_max_episode_steps"):
-            manager.eval_env_kwargs["max_episode_steps"] = task["eval_max_episode_steps"]
-        n_eval_envs = task.get("eval_envs") or min(task["eval_episodes"], MAX_EVAL_ENVS)
-        evaluator = OverestimationEvalCallback(
-            manager.create_envs(n_eval_envs, eval_env=True), eval_freq, task["eval_episodes"], seed=task["seed"]
-        )
+        evaluator = make_evaluator(task, manager, record)
         callbacks = [*manager.callbacks, evaluator]
         checkpointer = None
         if checkpoints is not None and reset_states is not None and task.get("checkpoint_freq"):

@@ -86,6 +86,13 @@ def _run_locked(
         log(result.summary())
         return result
 
+    n_runs, groups, execution = len(pending), "", {}
+    if config.engine == "batched":
+        from sb3_ablation.study.batched import execute_group, failed_group, make_groups
+
+        pending = make_groups(pending)
+        execution = {"execute": execute_group, "failed": failed_group}
+        groups = f" in {len(pending)} batched groups"
     workers = min(config.workers or default_workers(), len(pending))
     # child processes (and a local Ray) inherit this: one OpenMP thread per run
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -94,12 +101,16 @@ def _run_locked(
         where = f"the Ray cluster at {config.address}" if config.address else f"a local Ray with {workers} CPUs"
     else:
         where = f"{workers} worker processes"
-    log(f"{len(pending)} runs to do ({result.skipped} of {len(tasks)} already done) on {where}")
+    log(f"{n_runs} runs to do{groups} ({result.skipped} of {len(tasks)} already done) on {where}")
     progress = tqdm(
         total=len(tasks), initial=result.skipped, desc="runs", unit="run", disable=not config.progress, file=sys.stderr
     )
 
-    def on_result(record: dict) -> None:
+    def on_result(record: dict | list[dict]) -> None:
+        if isinstance(record, list):  # a batched group's runs
+            for run in record:
+                on_result(run)
+            return
         write_run(run_path(config.out, record["env"], record["variant"], record["seed"]), record)
         if record["status"] == "ok":
             result.ok += 1
@@ -113,9 +124,9 @@ def _run_locked(
 
     try:
         if config.backend == "ray":
-            run_ray(pending, workers, config.address, on_result)
+            run_ray(pending, workers, config.address, on_result, **execution)
         else:
-            run_local(pending, workers, on_result)
+            run_local(pending, workers, on_result, **execution)
     finally:
         progress.close()
     log(result.summary())

@@ -196,6 +196,9 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
     path = Path(config.out) / MANIFEST_NAME
     # the record format too: runs of another format were evaluated on other episodes and cannot be pooled
     settings = {**config.run_settings(), "run_format": RUN_FILE_FORMAT}
+    if config.engine != "process":
+        # one folder, one engine (pinned only when not the default, so the process engine's manifests stay valid)
+        settings["engine"] = config.engine
     pinned = {"settings": settings, "hyperparams": to_jsonable(resolved_hyperparams)}
     manifest = None
     if path.exists():

@@ -370,10 +370,11 @@ class AblatableTD3(DDPG):
                     next_actions = (next_actor(replay_data.next_observations) + noise).clamp(-1, 1)
                 else:
                     next_actions = next_actor(replay_data.next_observations)
-                next_q_values = th.cat(next_critic(replay_data.next_observations, next_actions), dim=1)
+                # dim=-1: the critics' axis whatever leads it (a batch, or agents then a batch: sb3_ablation.batched)
+                next_q_values = th.cat(next_critic(replay_data.next_observations, next_actions), dim=-1)
                 # Component 6, clipped double Q-learning: bootstrap from the minimum over the critics (off: one critic)
                 if self.clipped_double_q:
-                    next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
+                    next_q_values, _ = th.min(next_q_values, dim=-1, keepdim=True)
                 target_q_values = self._td_target(replay_data, next_q_values)
 
             # Critics: each regresses Q_i(s, a) on the same target
@@ -395,7 +396,7 @@ class AblatableTD3(DDPG):
                 stats.actor_step(actor_loss, log_std)
                 if self.target_networks:
                     self._update_target_networks()
-        stats.record(self.logger, self._n_updates)
+        self._record_training_stats(stats)
 
     def learn(
         self: SelfAblatableTD3,

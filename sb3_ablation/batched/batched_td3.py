@@ -1,0 +1,197 @@
+"""K independent AblatableTD3 agents trained in one process: one batched network per role, one replay column each."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import MaybeCallback, ReplayBufferSamples, TrainFrequencyUnit
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+from sb3_ablation.batched.policies import BatchedTD3Policy
+from sb3_ablation.common.training_stats import TrainingStats
+from sb3_ablation.common.utils import check_keyword_arguments
+from sb3_ablation.ddpg.ddpg import DDPG
+from sb3_ablation.td3.ablatable_td3 import AblatableTD3
+
+SelfBatchedTD3 = TypeVar("SelfBatchedTD3", bound="BatchedTD3")
+
+
+class AgentReplayBuffer(ReplayBuffer):
+    """
+    SB3's ``ReplayBuffer`` with one column per agent (``n_envs`` = K, env k is agent k's): ``sample`` draws ``batch_size``
+    transitions from each agent's own column and returns them agents first, ``(K, batch_size, ...)``. Each agent sees
+    a buffer of ``buffer_size // K`` transitions, as a single-env buffer of that size.
+    """
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
+        upper_bound = self.buffer_size if self.full else self.pos
+        batch_inds = np.random.randint(0, upper_bound, size=(self.n_envs, batch_size))
+        agents = np.arange(self.n_envs)[:, None]
+
+        def gather(array: np.ndarray) -> np.ndarray:
+            return array[batch_inds, agents]
+
+        data = (
+            self._normalize_obs(gather(self.observations), env),
+            gather(self.actions),
+            self._normalize_obs(gather(self.next_observations), env),
+            # Only dones that are not due to timeouts
+            (gather(self.dones) * (1 - gather(self.timeouts)))[..., None],
+            self._normalize_reward(gather(self.rewards)[..., None], env),
+        )
+        return ReplayBufferSamples(*(self.to_torch(array) for array in data))
+
+
+class BatchedTD3(AblatableTD3):
+    """
+    K independent :class:`AblatableTD3` agents, one per env of a K-env ``VecEnv``, trained together in one process: the
+    same algorithm (``AblatableTD3.train``, every switch) on networks that hold the K agents' weights stacked, so each
+    step of all agents is one batched product per layer instead of K small ones (at small network sizes a step is
+    mostly per-call overhead). Agent k has its own weights, Adam moments, replay column, env and action noise; agents
+    share only the process's random number streams, so agent k is statistically, not bitwise, a separate run.
+
+    Per agent, everything follows the single-run schedule: ``learn(total_timesteps)`` trains each agent for
+    ``total_timesteps`` of its own env steps; ``learning_starts``, ``buffer_size`` and ``gradient_steps`` (also -1)
+    are per agent. SB3's ``num_timesteps`` counts all agents' steps (K per ``VecEnv`` step): callbacks that count
+    per agent divide by ``n_agents``. The loss of a gradient step is the sum of the agents' mean losses, so each agent's
+    gradient is that of its own mean loss.
+
+    Takes every argument of :class:`AblatableTD3`; refuses (one line each) what has no per-agent form here: speed
+    mode, ``VecNormalize`` (its statistics would be pooled over agents), non-flat observations, n-step or custom replay
+    buffers, the memory-efficient buffer and ``train_freq`` in episodes. Save agent k with :meth:`copy_agent_to` into
+    an ``AblatableTD3`` of the same settings (the batched model itself is not saved).
+
+    :param policy: ``"MlpPolicy"`` (:class:`BatchedTD3Policy`)
+    :param env: a ``VecEnv`` whose env k is agent k's (or a Gym env / id: one agent)
+    Other parameters as :class:`AblatableTD3`.
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": BatchedTD3Policy}
+    implied_policy_arguments = (*AblatableTD3.implied_policy_arguments, "n_agents")
+    policy: BatchedTD3Policy
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        # AblatableTD3's keywords (this __init__ passes them on as **kwargs)
+        check_keyword_arguments(AblatableTD3, kwargs, highlighted=cls.switch_names)
+        return object.__new__(cls)
+
+    def __init__(self, policy: str | type[BatchedTD3Policy], env: Any, **kwargs: Any):
+        init_setup_model = kwargs.pop("_init_setup_model", True)
+        super().__init__(policy, env, **kwargs, _init_setup_model=False)
+        self.n_agents = self.n_envs
+        self._check_batched_settings(kwargs.get("replay_buffer_class"))
+        self.replay_buffer_class = AgentReplayBuffer
+        # Per-agent schedule: SB3 counts K steps (and K transitions) per VecEnv step
+        self.learning_starts *= self.n_agents
+        if self.switches["replay_buffer"]:
+            self.buffer_size *= self.n_agents  # (without a buffer, one transition per agent: set by the switch)
+        self.agent_diagnostics: list[dict[str, float]] = [{} for _ in range(self.n_agents)]
+        if init_setup_model:
+            self._setup_model()
+
+    def _check_batched_settings(self, replay_buffer_class: type[ReplayBuffer] | None) -> None:
+        name = type(self).__name__
+        if self.speed_mode:
+            raise ValueError(f"{name} does not take speed_mode (its networks are batched over the agents already)")
+        if not isinstance(self.observation_space, spaces.Box) or len(self.observation_space.shape) != 1:
+            raise ValueError(f"{name} needs flat Box observations, got {self.observation_space}")
+        if self._vec_normalize_env is not None:
+            raise ValueError(f"{name} cannot use VecNormalize: its statistics would be pooled over the agents")
+        if replay_buffer_class not in (None, ReplayBuffer) or self.n_steps != 1 or self.optimize_memory_usage:
+            raise ValueError(
+                f"{name} samples each agent's column of SB3's plain ReplayBuffer: no replay_buffer_class, n_steps > 1 "
+                "or optimize_memory_usage"
+            )
+        unit = self.train_freq[1] if isinstance(self.train_freq, tuple) else TrainFrequencyUnit.STEP
+        if getattr(unit, "value", unit) != TrainFrequencyUnit.STEP.value:
+            raise ValueError(f"{name} needs train_freq in steps (episodes of the agents end at different times)")
+
+    def _implied_policy_kwargs(self) -> dict[str, Any]:
+        return {**super()._implied_policy_kwargs(), "n_agents": self.n_agents}
+
+    @property
+    def agent_timesteps(self) -> int:
+        """Environment steps of each agent so far."""
+        return self.num_timesteps // self.n_agents
+
+    def _gradient_step(self, optimizer: th.optim.Optimizer, loss: th.Tensor, inputs: list[th.Tensor] | None = None) -> None:  # type: ignore[override]
+        # The losses are means over agents and batch: times K, the sum of the agents' mean losses, so that each agent's
+        # gradient is that of its own loss (Adam's epsilon makes the scale matter)
+        DDPG._gradient_step(optimizer, loss * self.n_agents, inputs=inputs)
+
+    def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        if self.gradient_steps < 0:
+            # SB3 asks for one step per transition collected: K per VecEnv step, but one per agent step is meant
+            gradient_steps = max(gradient_steps // self.n_agents, 1)
+        super().train(gradient_steps, batch_size)
+
+    def _record_training_stats(self, stats: TrainingStats) -> None:
+        super()._record_training_stats(stats)
+        self.agent_diagnostics = stats.agent_diagnostics(self.n_agents)
+
+    def learn(
+        self: SelfBatchedTD3,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        log_interval: int = 4,
+        tb_log_name: str = "BatchedTD3",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SelfBatchedTD3:
+        """SB3's ``learn``, with ``total_timesteps`` counted per agent (each agent takes that many env steps)."""
+        return super().learn(
+            total_timesteps=total_timesteps * self.n_agents,
+            callback=callback,
+            log_interval=log_interval,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+        )
+
+    def copy_agent_to(self, agent: int, model: AblatableTD3) -> None:
+        """
+        Make ``model`` (a plain AblatableTD3 with this model's settings and spaces) agent ``agent``: its networks get the
+        agent's weights, its step and update counts the agent's. Adam's moments are not copied.
+        """
+        self.policy.copy_agent_to(agent, model.policy)
+        model.num_timesteps = self.agent_timesteps
+        model._n_updates = self._n_updates
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(
+            f"{type(self).__name__} is not saved as a whole: copy_agent_to(k, model) gives agent k as an AblatableTD3 to save"
+        )
+
+    @classmethod
+    def from_agents(cls, agents: Sequence[AblatableTD3], hyperparams: dict[str, Any]) -> BatchedTD3:
+        """
+        The batched model of single-env AblatableTD3 models built with the same ``hyperparams`` (e.g. by rl_zoo3 for
+        several seeds): env k is agent k's env, seeded with agent k's seed at the first reset, and agent k starts with
+        agent k's initial weights.
+
+        :param agents: the models (their envs move to the batched model; they keep their own policies)
+        :param hyperparams: the keyword arguments the models were built with (``policy`` included, ``env`` and
+            ``seed`` not)
+        """
+        envs = []
+        for agent in agents:
+            env = agent.get_env()
+            if type(env) is not DummyVecEnv or env.num_envs != 1:
+                raise ValueError(f"{cls.__name__}.from_agents needs agents on one plain env each, got {env}")
+            envs.append(env.envs[0])
+        venv = DummyVecEnv([lambda env=env: env for env in envs])  # type: ignore[misc]
+        model = cls(env=venv, seed=agents[0].seed, device=agents[0].device, **hyperparams)
+        # as VecEnv.seed does for env k of a single-env run (applied at the next reset)
+        venv._seeds = [agent.seed for agent in agents]
+        for index, agent in enumerate(agents):
+            model.policy.copy_agent_from(index, agent.policy)
+        return model
+
+
+__all__ = ["AgentReplayBuffer", "BatchedTD3"]

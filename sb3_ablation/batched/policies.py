@@ -1,0 +1,147 @@
+"""Policies of BatchedTD3: the actor and critics of K agents, each layer one batched matrix product over the agents."""
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import torch as th
+from stable_baselines3.common.policies import BasePolicy, ContinuousCritic
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+from sb3_ablation.td3.policies import AblatableTD3Policy
+
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
+
+
+class EnsembleLinear(nn.Module):
+    """
+    The ``nn.Linear`` layers of K agents as one layer: weights stacked ``(K, in, out)``, biases ``(K, 1, out)``, one
+    ``torch.baddbmm`` per call. Input ``(K, batch, in)`` gives ``(K, batch, out)``; ``(K, in)`` (one input per agent,
+    as when acting) gives ``(K, out)``.
+
+    :param layers: agent k's layer at index k (their weights are copied; all of one shape, with a bias)
+    """
+
+    def __init__(self, layers: Sequence[nn.Linear]):
+        super().__init__()
+        if any(layer.bias is None for layer in layers):
+            raise ValueError("EnsembleLinear needs layers with a bias")
+        self.weight = nn.Parameter(th.stack([layer.weight.detach().t() for layer in layers]).contiguous())
+        self.bias = nn.Parameter(th.stack([layer.bias.detach() for layer in layers]).unsqueeze(1))  # type: ignore[union-attr]
+
+    def forward(self, inputs: th.Tensor) -> th.Tensor:
+        if inputs.dim() == 2:
+            return th.baddbmm(self.bias, inputs.unsqueeze(1), self.weight).squeeze(1)
+        return th.baddbmm(self.bias, inputs, self.weight)
+
+    @th.no_grad()
+    def copy_to(self, agent: int, layer: nn.Linear) -> None:
+        """Write agent ``agent``'s weights into a plain ``nn.Linear``."""
+        layer.weight.copy_(self.weight[agent].t())
+        layer.bias.copy_(self.bias[agent, 0])  # type: ignore[union-attr]
+
+    @th.no_grad()
+    def copy_from(self, agent: int, layer: nn.Linear) -> None:
+        """Set agent ``agent``'s weights from a plain ``nn.Linear``."""
+        self.weight[agent].copy_(layer.weight.t())
+        self.bias[agent, 0].copy_(layer.bias)  # type: ignore[arg-type]
+
+
+def stack_agents(agents: Sequence[ModuleT]) -> ModuleT:
+    """
+    The networks of K agents (same class and shapes) as one network of that class: the first agent's module, each of
+    its ``nn.Linear`` layers replaced by the :class:`EnsembleLinear` of all agents' layers at that name, so that the
+    network's own ``forward`` runs the K agents at once (its features extractor becomes the identity: flat
+    observations only). Parameter names stay the agents' names (``mu.0.weight``, ``qf1.2.bias``, ...).
+
+    :raise ValueError: a module with parameters other than ``nn.Linear`` layers (they have no batched form here)
+    """
+    ensemble = agents[0]
+    for name, module in list(ensemble.named_modules()):
+        if isinstance(module, nn.Linear):
+            ensemble.set_submodule(name, EnsembleLinear([agent.get_submodule(name) for agent in agents]))  # type: ignore[arg-type]
+        elif any(True for _ in module.parameters(recurse=False)):
+            raise ValueError(f"the batched engine cannot batch a {type(module).__name__} ({name}): only Linear layers")
+    if isinstance(getattr(ensemble, "features_extractor", None), BaseFeaturesExtractor):
+        # flattening 1-D observations is the identity (nn.Flatten would also merge the agent and batch axes)
+        ensemble.features_extractor = nn.Identity()  # type: ignore[assignment]
+    return ensemble
+
+
+def copy_agent(ensemble: nn.Module, agent: int, network: nn.Module, to_ensemble: bool = False) -> None:
+    """
+    Copy agent ``agent``'s weights from ``ensemble`` (built by :func:`stack_agents`) into ``network``, a plain network
+    of one agent, or the other way with ``to_ensemble``.
+    """
+    for name, layer in network.named_modules():
+        if isinstance(layer, nn.Linear):
+            stacked = ensemble.get_submodule(name)
+            assert isinstance(stacked, EnsembleLinear), name
+            if to_ensemble:
+                stacked.copy_from(agent, layer)
+            else:
+                stacked.copy_to(agent, layer)
+
+
+class EnsembleCritic(ContinuousCritic):
+    """
+    SB3's ``ContinuousCritic`` whose input is observations and actions concatenated along the last axis, so that it
+    also takes ``(K, batch, ...)`` inputs (SB3's concatenates along axis 1; the same for ``(batch, ...)`` inputs).
+    """
+
+    def forward(self, obs: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor, ...]:
+        with th.set_grad_enabled(not self.share_features_extractor):
+            features = self.extract_features(obs, self.features_extractor)
+        qvalue_input = th.cat([features, actions], dim=-1)
+        return tuple(q_net(qvalue_input) for q_net in self.q_networks)
+
+    def q1_forward(self, obs: th.Tensor, actions: th.Tensor) -> th.Tensor:
+        with th.no_grad():
+            features = self.extract_features(obs, self.features_extractor)
+        return self.q_networks[0](th.cat([features, actions], dim=-1))
+
+
+class BatchedTD3Policy(AblatableTD3Policy):
+    """
+    The actor, critics and target copies of ``n_agents`` independent AblatableTD3 agents, as one policy: every layer
+    holds the K agents' weights stacked (:class:`EnsembleLinear`); the actor maps ``(K, obs)`` to ``(K, act)`` when
+    acting and ``(K, batch, obs)`` to ``(K, batch, act)`` in training, the critics likewise. Each agent's networks are
+    built, and so initialized, as :class:`AblatableTD3Policy` builds them (agent after agent), then stacked.
+
+    :param n_agents: the number of agents K
+    Other parameters as :class:`AblatableTD3Policy` (flat ``Box`` observations only).
+    """
+
+    def __init__(self, *args: Any, n_agents: int = 1, **kwargs: Any):
+        self.n_agents = n_agents
+        super().__init__(*args, **kwargs)
+
+    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> BasePolicy:
+        make_actor = super().make_actor  # one agent's actor
+        return stack_agents([make_actor(features_extractor) for _ in range(self.n_agents)])
+
+    def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> ContinuousCritic:
+        critic_kwargs = self._update_features_extractor(self.critic_kwargs, features_extractor)
+        return stack_agents([EnsembleCritic(**critic_kwargs).to(self.device) for _ in range(self.n_agents)])
+
+    def _networks(self, policy: AblatableTD3Policy) -> list[tuple[nn.Module, nn.Module]]:
+        names = ("actor", "critic", "actor_target", "critic_target")
+        return [(getattr(self, name), getattr(policy, name)) for name in names if getattr(self, name) is not None]
+
+    def copy_agent_to(self, agent: int, policy: AblatableTD3Policy) -> None:
+        """Write agent ``agent``'s actor, critics and target copies into a plain policy with the same settings."""
+        for ensemble, network in self._networks(policy):
+            copy_agent(ensemble, agent, network)
+
+    def copy_agent_from(self, agent: int, policy: AblatableTD3Policy) -> None:
+        """Set agent ``agent``'s actor, critics and target copies from a plain policy with the same settings."""
+        for ensemble, network in self._networks(policy):
+            copy_agent(ensemble, agent, network, to_ensemble=True)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(n_agents=self.n_agents)
+        return data
+
+
+MlpPolicy = BatchedTD3Policy
