@@ -195,11 +195,13 @@ class DDPG(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorithm):
         self.actor_target = self.policy.actor_target
         self.critic = self.policy.critic
         self.critic_target = self.policy.critic_target
+        # the leaves of the actor update's backward pass, listed once (a module traversal per train() call costs more
+        # than a small network's kernels); the parameters keep their identity through load, set_parameters and .to()
+        self._actor_parameters = list(self.actor.parameters())
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)
         self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
-        actor_params = list(self.actor.parameters())
         stats = TrainingStats()
         for _ in range(gradient_steps):
             self._n_updates += 1
@@ -218,7 +220,7 @@ class DDPG(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorithm):
             # Actor: the deterministic policy gradient, maximising the critic's value of the actor's action
             actions = self.actor(replay_data.observations)
             actor_loss = -self.critic.q1_forward(replay_data.observations, actions).mean()
-            self._gradient_step(self.actor.optimizer, actor_loss, inputs=actor_params)
+            self._gradient_step(self.actor.optimizer, actor_loss, inputs=self._actor_parameters)
             stats.actor_step(actor_loss)
 
             self._update_target_networks()
@@ -271,7 +273,7 @@ class DDPG(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorithm):
 
     def _excluded_save_params(self) -> list[str]:
         # What the speed mode and lean collection derive from the hardware and the spaces is derived again at load
-        derived = ["speed_mode_info", "_lean_observations"]
+        derived = ["speed_mode_info", "_lean_observations", "_actor_parameters"]
         return [*super()._excluded_save_params(), "actor", "critic", "actor_target", "critic_target", *derived]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:

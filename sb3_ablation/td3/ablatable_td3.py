@@ -355,7 +355,6 @@ class AblatableTD3(DDPG):
             next_actor, next_critic = self.actor, self.critic
         # Component 5, delayed policy updates: the actor and the targets move once every `policy_delay` critic updates
         policy_delay = self.policy_delay if self.delayed_policy_update else 1
-        actor_params = list(self.actor.parameters())
         stats = TrainingStats()
         for _ in range(gradient_steps):
             self._n_updates += 1
@@ -392,7 +391,7 @@ class AblatableTD3(DDPG):
                     mean_actions, log_std = self.actor.get_action_dist_params(replay_data.observations)
                     actions = self.actor.action_dist.actions_from_params(mean_actions, log_std)
                 actor_loss = -self.critic.q1_forward(replay_data.observations, actions).mean()
-                self._gradient_step(self.actor.optimizer, actor_loss, inputs=actor_params)
+                self._gradient_step(self.actor.optimizer, actor_loss, inputs=self._actor_parameters)
                 stats.actor_step(actor_loss, log_std)
                 if self.target_networks:
                     self._update_target_networks()
