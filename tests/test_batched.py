@@ -235,3 +235,28 @@ def test_batched_model_trains_on_cuda():
     agent = AblatableTD3("MlpPolicy", "Pendulum-v1", device="cuda", deterministic_policy=False, **SMALL)
     model.copy_agent_to(1, agent)
     assert th.equal(agent.actor.mu.weight, model.actor.mu.weight[1].t())
+
+
+def test_agent_diagnostics_are_each_agents_and_follow_new_steps():
+    from sb3_ablation.common.training_stats import TrainingStats
+
+    rng = th.Generator().manual_seed(0)
+    stats, logger = TrainingStats(), Logger(folder=None, output_formats=[])
+
+    def step():
+        q1, q2, y = (th.randn(3, 8, 1, generator=rng) for _ in range(3))  # 3 agents, batch of 8
+        stats.critic_step(th.tensor(1.0), [q1, q2], y)
+        stats.actor_step(th.tensor(2.0))
+        return q1, q2, y
+
+    steps = [step()]
+    for _ in range(2):  # the second round sees a step added after the first round's transfer
+        stats.record(logger, len(steps))
+        diagnostics = stats.agent_diagnostics(3)
+        q1, q2, y = (th.cat(column, dim=1).double().numpy() for column in zip(*steps, strict=True))
+        for agent in range(3):
+            assert diagnostics[agent]["q1_mean"] == pytest.approx(q1[agent].mean())
+            assert diagnostics[agent]["twin_q_gap"] == pytest.approx(np.abs(q1[agent] - q2[agent]).mean())
+            assert diagnostics[agent]["td_error"] == pytest.approx(np.abs(q1[agent] - y[agent]).mean())
+        assert logger.name_to_value["train/target_q_mean"] == pytest.approx(y.mean())
+        steps.append(step())

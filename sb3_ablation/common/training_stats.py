@@ -25,6 +25,8 @@ class TrainingStats:
         self._q_values: list[list[th.Tensor]] = []  # per step: Q_1 .. Q_n and the target y, shape (batch, 1) each
         self._actor_losses: list[th.Tensor] = []
         self._log_stds: list[th.Tensor] = []
+        # (steps seen, host values): the logged means and the per-agent diagnostics read the same transfer
+        self._host: tuple[tuple[int, int], tuple[np.ndarray, ...]] | None = None
 
     def critic_step(self, loss: th.Tensor, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor) -> None:
         """
@@ -47,13 +49,17 @@ class TrainingStats:
     @th.no_grad()
     def _host_values(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The critic losses, actor losses, Q columns and log-stds on the host, after a single transfer."""
+        n_critic, n_actor = len(self._critic_losses), len(self._actor_losses)
+        if self._host is not None and self._host[0] == (n_critic, n_actor):
+            return self._host[1]  # type: ignore[return-value]
         # Everything in one tensor, one kernel and one device-to-host transfer; the means in float64 on the host
         q_values = [q for step in self._q_values for q in step]
         tensors = [*self._critic_losses, *self._actor_losses, *q_values, *self._log_stds]
         flat = th.cat([tensor.reshape(-1).float() for tensor in tensors]).numpy(force=True).astype(np.float64)
-        n_critic, n_actor = len(self._critic_losses), len(self._actor_losses)
         n_q = n_critic + n_actor + sum(q.numel() for q in q_values)
-        return flat[:n_critic], flat[n_critic : n_critic + n_actor], flat[n_critic + n_actor : n_q], flat[n_q:]
+        values = flat[:n_critic], flat[n_critic : n_critic + n_actor], flat[n_critic + n_actor : n_q], flat[n_q:]
+        self._host = ((n_critic, n_actor), values)
+        return values
 
     def record(self, logger: Logger, n_updates: int) -> None:
         """Log the means over the steps collected (SB3's keys for the losses, as SB3's TD3 logs them)."""
