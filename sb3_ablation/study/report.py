@@ -133,8 +133,9 @@ def _training_steps(manifest: dict) -> str:
     }
     if not any(steps.values()):
         return str(manifest.get("settings", {}).get("n_timesteps") or "the zoo default of each env")
-    if len({frozenset(v) for v in steps.values()}) == 1 and len(next(iter(steps.values()))) == 1:
-        return f"{next(iter(next(iter(steps.values())))):,}"
+    every_env = set().union(*steps.values())
+    if len(every_env) == 1 and all(steps.values()):
+        return f"{every_env.pop():,}"
     return ", ".join(f"{env} {'/'.join(f'{n:,}' for n in sorted(v)) or '?'}" for env, v in steps.items())
 
 
