@@ -141,6 +141,8 @@ def test_aggregate_normalizes_with_reference_scores_and_lists_failures(tmp_path)
     assert "## Across environments (normalized scores)" in text
     assert (tmp_path / "figures" / "aggregate_normalized_score.png").is_file()
     assert "| Pendulum-v1 | td3 | 2 | boom |" in text
+    missing = "MountainCarContinuous-v0 no_clipped_double_q (seed 2); MountainCarContinuous-v0 td3 (seed 2); "
+    assert f"Missing (never finished): {missing}Pendulum-v1 no_clipped_double_q (seed 2)." in text
 
 
 def test_shipped_study_files_resolve():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,10 @@ def _per_seed(seeds: tuple[int, ...], values: tuple[float, ...], digits: int = 1
 def _seed_counts(stats: dict[str, VariantStats]) -> str:
     counts = sorted({s.n_runs for s in stats.values()})
     return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _training_steps(manifest: dict) -> str:
@@ -254,7 +259,7 @@ def outcome_summary(outcome: Outcome, stats: dict[str, VariantStats], baseline: 
     lines = []
     if outcome is OVERESTIMATION:
         level = f"{_fmt(base.iqm)}{_fmt_ci(base.iqm_ci)}" if base.iqm_ci else _fmt(base.iqm)
-        method = bootstrap_method(reps, base.n_runs) if base.iqm_ci else f"IQM of {base.n_runs} runs, no CI"
+        method = bootstrap_method(reps, base.n_runs) if base.iqm_ci else f"IQM of {_plural(base.n_runs, 'run')}, no CI"
         lines.append(
             f"- Overestimation at the end of training (Q1(s, a) minus the discounted return) of {baseline}: {level} "
             f"({method})."
@@ -306,10 +311,12 @@ def too_few_runs_note(stats: dict[str, VariantStats], baseline: str | None) -> s
     """Why a section has no intervals and no significance column."""
     n = min(s.n_runs for s in stats.values())
     base_n = stats[baseline].n_runs if baseline in stats else n
+    counts = _seed_counts(stats)
     return (
-        f"**No significance claim where a variant has fewer than {MIN_RUNS} runs** (here {_seed_counts(stats)} runs "
-        f"per variant). A bootstrap of {n} value{'s' if n != 1 else ''} is no confidence interval, and an exact "
-        f"permutation test on {base_n} against {n} runs cannot go below p = {min_permutation_p(base_n, n):.2g}. "
+        f"**No significance claim where a variant has fewer than {MIN_RUNS} runs** "
+        f"(here {counts} run{'' if counts == '1' else 's'} per variant). "
+        f"A bootstrap of {_plural(n, 'value')} is no confidence interval, and an exact "
+        f"permutation test on {base_n} against {_plural(n, 'run')} cannot go below p = {min_permutation_p(base_n, n):.2g}. "
         "The tables show each seed's value and each seed's difference to the baseline (the runs of a seed share "
         "initial weights and evaluation episodes); read them as a description of these runs, not as evidence. "
         f"Run at least {MIN_RUNS} seeds for intervals and tests."
@@ -567,15 +574,21 @@ def _warnings_section(data: StudyData) -> list[str]:
     all_seeds = sorted(data.manifest.get("seeds", []))
     lines = ["## Run warnings", "", "Each warning once, with the runs that raised it:", ""]
     for message, keys in sorted(data.warnings.items()):
-        by_run: dict[tuple[str, str], list[int]] = {}
-        for env, variant, seed in keys:
-            by_run.setdefault((env, variant), []).append(seed)
-        where = "; ".join(
-            f"{env} {variant} ({'all seeds' if sorted(seeds) == all_seeds else 'seeds ' + ', '.join(map(str, sorted(seeds)))})"
-            for (env, variant), seeds in sorted(by_run.items())
-        )
-        lines.append(f"- `{message.splitlines()[0]}`: {where}")
+        lines.append(f"- `{message.splitlines()[0]}`: {_runs_by_env_variant(keys, all_seeds)}")
     return [*lines, ""]
+
+
+def _runs_by_env_variant(keys: Iterable[tuple[str, str, int]], all_seeds: list[int]) -> str:
+    """Runs named compactly: ``env variant (seeds 3, 4)`` once per (env, variant), ``all seeds`` where it is all."""
+    by_run: dict[tuple[str, str], list[int]] = {}
+    for env, variant, seed in keys:
+        by_run.setdefault((env, variant), []).append(seed)
+    named = []
+    for (env, variant), seeds in sorted(by_run.items()):
+        seeds = sorted(seeds)
+        which = "all seeds" if seeds == all_seeds else ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
+        named.append(f"{env} {variant} ({which})")
+    return "; ".join(named)
 
 
 def _failures_section(data: StudyData) -> list[str]:
@@ -590,7 +603,7 @@ def _failures_section(data: StudyData) -> list[str]:
         lines.append("")
     if data.missing:
         lines += [
-            f"Missing (never finished): {', '.join(f'{e} {v} seed {s}' for e, v, s in data.missing)}.",
+            f"Missing (never finished): {_runs_by_env_variant(data.missing, sorted(data.manifest.get('seeds', [])))}.",
             "",
         ]
     lines += ["Rerun the study command to redo failed and missing runs; finished runs are kept.", ""]
