@@ -74,11 +74,14 @@ def test_study_run_is_the_run_train_makes(tmp_path):
 
 
 def _study_command(out) -> list[str]:
+    # two training envs, checkpoints every 150 steps: 75 steps into a 200-step episode, so every checkpoint is
+    # mid-episode and the resumed run has to replay both envs' episodes
+    hyperparams = {**OVERRIDES, "n_envs": 2}
     return [
         sys.executable, "-m", "sb3_ablation", "study", "--env", "Pendulum-v1", "--variants", "td3", "--seeds", "1",
-        "--n-timesteps", "1200", "--eval-freq", "400", "--eval-episodes", "2", "--checkpoint-freq", "200",
+        "--n-timesteps", "1200", "--eval-freq", "400", "--eval-episodes", "2", "--checkpoint-freq", "150",
         "--workers", "1", "--no-progress", "--out", str(out),
-        "--hyperparams", *[f"{key}:{value!r}" for key, value in OVERRIDES.items()],
+        "--hyperparams", *[f"{key}:{value!r}" for key, value in hyperparams.items()],
     ]  # fmt: skip
 
 
@@ -94,7 +97,7 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_result(tmp_path):
     while checkpoints.latest() is None and driver.poll() is None and time.time() < deadline:
         time.sleep(0.02)
     pointer = json.loads(checkpoints.pointer.read_text())
-    assert 200 <= pointer["timesteps"] < 1200
+    assert 150 <= pointer["timesteps"] < 1200 and pointer["timesteps"] % 400 != 0  # mid-episode
     os.kill(pointer["pid"], signal.SIGKILL)  # the worker process, mid-run
     _, stderr = driver.communicate(timeout=120)
     assert driver.returncode == 1, stderr
@@ -212,3 +215,30 @@ def test_a_study_folder_of_another_record_format_is_not_extended(tmp_path):
     (tmp_path / MANIFEST_NAME).write_text(json.dumps(manifest))
     with pytest.raises(StudyError, match="run_format"):
         open_manifest(config, {}, {})
+
+
+def test_episode_replay_brings_fresh_envs_to_the_same_states_and_notices_a_mismatch():
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from sb3_ablation.study.execute import EpisodeReplay
+
+    def stepped(n_steps):
+        venv = make_vec_env("Pendulum-v1", n_envs=2, seed=5)
+        episodes = EpisodeReplay(venv)
+        venv.reset()
+        for step in range(n_steps):
+            venv.step(np.full((2, 1), np.sin(step), dtype=np.float32))
+        return venv, episodes
+
+    venv, episodes = stepped(230)  # one auto-reset (200-step episodes), then 30 steps into the second episode
+    saved = episodes.state()
+    assert [len(episode["actions"]) for episode in saved] == [30, 30] and saved[0]["reset_kwargs"] == {}
+    fresh = make_vec_env("Pendulum-v1", n_envs=2, seed=99)  # other seeds: only the saved generator states count
+    EpisodeReplay(fresh).replay(saved)
+    for env, reference in zip(fresh.envs, venv.envs, strict=True):
+        assert np.array_equal(env.unwrapped.state, reference.unwrapped.state)
+        assert env.unwrapped.np_random.bit_generator.state == reference.unwrapped.np_random.bit_generator.state
+
+    saved[1]["actions"][-1] = saved[1]["actions"][-1] + 0.5
+    with pytest.raises(RuntimeError, match="training env 1 did not come back"):
+        EpisodeReplay(make_vec_env("Pendulum-v1", n_envs=2)).replay(saved)

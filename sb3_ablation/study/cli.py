@@ -70,7 +70,7 @@ def _study_parser() -> argparse.ArgumentParser:
         "--checkpoint-freq",
         type=int,
         metavar="STEPS",
-        help="checkpoint each run at the first episode end after every STEPS steps; a killed run resumes from its "
+        help="checkpoint each run every STEPS steps (mid-episode too); a killed run resumes from its "
         "last checkpoint with the same result (default: 50000; 0: no checkpoints)",
     )
     parser.add_argument("--out", help="output folder (default: runs/study)")

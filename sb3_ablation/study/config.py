@@ -47,7 +47,7 @@ class StudyConfig:
     :param backend: ``local`` or ``ray``
     :param address: address of an existing Ray cluster (``ray`` backend only); ``None`` starts a local Ray
     :param device: torch device of each run
-    :param checkpoint_freq: checkpoint each run at the first episode end after every this many steps, so a killed
+    :param checkpoint_freq: checkpoint each run every this many steps (mid-episode too), so a killed
         run resumes there (0: never; the batched engine takes no checkpoints)
     :param engine: ``process`` (each run in its own process) or ``batched`` (the seeds of one env and variant trained
         together in one process, :mod:`sb3_ablation.study.batched`)

@@ -6,15 +6,16 @@ VecNormalize, frame stacking and VecTransposeImage, zoo ``callback:`` entries, m
 only to write no log folder and to create no EvalCallback: the study's own evaluation takes its place. With the same
 seed, a study run and ``sb3-ablation train`` therefore end with bit-identical weights on CPU.
 
-Checkpoints (:class:`RunCheckpointCallback`) are taken at the first episode boundary after every ``checkpoint_freq``
-steps, after that step's gradient updates: at an episode boundary every training env has just been reset, so a
-resumed run only has to put each env's random generator back to its state before that reset and reset it again to be
-at exactly the same state (the env itself, e.g. a Box2D or MuJoCo simulator, is not picklable in general). With
-several training envs whose episodes do not end together no boundary is ever reached and no checkpoint is taken.
-Resuming reloads model, replay buffer and VecNormalize statistics through rl_zoo3's ``--trained-agent``
-continuation, then restores the RNG states (Python, NumPy, torch, the action space's), the action noise (reset at
-every episode end, so in its initial state) and the evaluation and diagnostics history; the obs after the reset must
-equal the checkpoint's, or the run starts over. A resumed run ends with exactly the result of an uninterrupted one.
+Checkpoints (:class:`RunCheckpointCallback`) are taken at the first rollout start after every ``checkpoint_freq``
+steps, once that step's gradient updates are done. The training envs themselves (e.g. Box2D or MuJoCo simulators) are
+not picklable in general, so :class:`EpisodeReplay` keeps what brings each one back: its random generator's state and
+the arguments of its last reset, and the actions of its episode since. Resuming reloads model, replay buffer and
+VecNormalize statistics through rl_zoo3's ``--trained-agent`` continuation, resets each env from its saved generator
+state and steps it through its episode's actions again (the envs are deterministic given both; the observation
+reached must equal the checkpoint's, or the run starts over), then restores the VecEnv wrappers' own state (e.g.
+VecNormalize's running return, VecFrameStack's stack), the action noise, the RNG states (Python, NumPy, torch, the
+action space's) and the evaluation and diagnostics history. A resumed run ends with exactly the result of an
+uninterrupted one.
 """
 
 from __future__ import annotations
@@ -123,25 +124,91 @@ def captured_warnings(into: dict[str, None]) -> Iterator[None]:
         yield
 
 
-def _observe_resets(venv: Any) -> list[Any] | None:
+class EpisodeReplay:
     """
-    Make each sub-env of a DummyVecEnv note its random generator's state before every reset (the reset itself is
-    unchanged). :return: the list the states go to (index: sub-env), or ``None`` for other VecEnvs.
+    What brings each training env of a DummyVecEnv back to where it is: its random generator's state and the arguments
+    of its last reset, the actions it has been stepped with since, and the observation it returned last (to check the
+    replay). The envs' ``reset`` and ``step`` are wrapped to note these; what they do is unchanged.
+
+    :param venv: the training VecEnv (any VecEnv wrappers around a DummyVecEnv)
+    :raise TypeError: the VecEnv is not a DummyVecEnv (its envs live in other processes)
     """
-    from stable_baselines3.common.vec_env import DummyVecEnv
 
-    base = venv.unwrapped
-    if not isinstance(base, DummyVecEnv):
-        return None
-    states: list[Any] = [None] * base.num_envs
-    for index, env in enumerate(base.envs):
+    def __init__(self, venv: Any):
+        from stable_baselines3.common.vec_env import DummyVecEnv
 
-        def reset(*args: Any, _index: int = index, _env: Any = env, _reset: Any = env.reset, **kwargs: Any) -> Any:
-            states[_index] = copy.deepcopy(_env.unwrapped.np_random.bit_generator.state)
-            return _reset(*args, **kwargs)
+        self.base = venv.unwrapped
+        if not isinstance(self.base, DummyVecEnv):
+            raise TypeError(f"checkpoints need a DummyVecEnv (vec_env_class: dummy), not {type(self.base).__name__}")
+        self.episodes: list[dict[str, Any]] = [{} for _ in self.base.envs]
+        for env, episode in zip(self.base.envs, self.episodes, strict=True):
+            env.reset = self._noting_reset(env, env.reset, episode)
+            env.step = self._noting_step(env.step, episode)
 
-        env.reset = reset
-    return states
+    @staticmethod
+    def _noting_reset(env: Any, reset: Any, episode: dict[str, Any]) -> Any:
+        def noting_reset(*args: Any, **kwargs: Any) -> Any:
+            episode["generator"] = copy.deepcopy(env.unwrapped.np_random.bit_generator.state)
+            episode["reset_kwargs"] = copy.deepcopy(kwargs)
+            episode["actions"] = []
+            obs, info = reset(*args, **kwargs)
+            episode["last_obs"] = copy.deepcopy(obs)
+            return obs, info
+
+        return noting_reset
+
+    @staticmethod
+    def _noting_step(step: Any, episode: dict[str, Any]) -> Any:
+        def noting_step(action: Any) -> Any:
+            episode["actions"].append(copy.deepcopy(action))
+            result = step(action)
+            episode["last_obs"] = copy.deepcopy(result[0])
+            return result
+
+        return noting_step
+
+    def state(self) -> list[dict[str, Any]]:
+        """Each env's episode so far (picklable)."""
+        return copy.deepcopy(self.episodes)
+
+    def replay(self, episodes: list[dict[str, Any]]) -> None:
+        """
+        Bring each env back to the end of its saved episode: reset it from the saved generator state with the saved
+        arguments, then step it with the saved actions.
+
+        :raise RuntimeError: an env does not come back to the saved observation
+        """
+        for index, (env, episode) in enumerate(zip(self.base.envs, episodes, strict=True)):
+            env.unwrapped.np_random.bit_generator.state = episode["generator"]
+            obs, _ = env.reset(**episode["reset_kwargs"])
+            for action in episode["actions"]:
+                obs = env.step(action)[0]
+            if not _same_obs(obs, episode["last_obs"]):
+                raise RuntimeError(f"training env {index} did not come back to the checkpoint's observation")
+        self.base._reset_seeds()  # the load seeded the VecEnv's next reset; the uninterrupted run had none pending
+
+
+def _same_obs(a: Any, b: Any) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(np.array_equal(a[key], b[key]) for key in a)
+    return np.array_equal(a, b)
+
+
+def _vec_wrappers(venv: Any) -> list[Any]:
+    """The VecEnv wrappers around the DummyVecEnv, outermost first."""
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    wrappers = []
+    while isinstance(venv, VecEnvWrapper):
+        wrappers.append(venv)
+        venv = venv.venv
+    return wrappers
+
+
+def _vec_wrapper_states(venv: Any) -> list[dict[str, Any]]:
+    """Each VecEnv wrapper's own attributes (e.g. VecNormalize's running return, VecFrameStack's stack)."""
+    structure = ("venv", "class_attributes")  # what every VecEnvWrapper gets at construction (and cannot be copied)
+    return [copy.deepcopy({k: v for k, v in vars(w).items() if k not in structure}) for w in _vec_wrappers(venv)]
 
 
 def _rng_states(model: Any) -> dict[str, Any]:
@@ -169,14 +236,14 @@ def _set_rng_states(model: Any, states: dict[str, Any]) -> None:
 
 class RunCheckpointCallback(BaseCallback):
     """
-    Checkpoint the run at the first episode boundary after every ``checkpoint_freq`` steps, once that step's gradient
-    updates are done (at the start of the next rollout), through :class:`~sb3_ablation.study.store.RunCheckpoints`.
+    Checkpoint the run at the first rollout start after every ``checkpoint_freq`` steps (so after that step's
+    gradient updates), through :class:`~sb3_ablation.study.store.RunCheckpoints`.
 
     :param checkpoints: where the checkpoints go
     :param checkpoint_freq: steps between checkpoints
     :param env_name: rl_zoo3's env name (folder of the VecNormalize statistics)
     :param evaluator: the run's evaluation callback (its history is saved with the checkpoint)
-    :param reset_states: where the training envs note their generators' states before each reset
+    :param episodes: the training envs' episodes so far
     :param run_warnings: warnings of the run so far (saved too: the resumed part will not raise them again)
     """
 
@@ -186,7 +253,7 @@ class RunCheckpointCallback(BaseCallback):
         checkpoint_freq: int,
         env_name: str,
         evaluator: Any,
-        reset_states: list[Any],
+        episodes: EpisodeReplay,
         run_warnings: dict[str, None],
     ):
         super().__init__()
@@ -194,64 +261,62 @@ class RunCheckpointCallback(BaseCallback):
         self.checkpoint_freq = checkpoint_freq
         self.env_name = env_name
         self.evaluator = evaluator
-        self.reset_states = reset_states
+        self.episodes = episodes
         self.run_warnings = run_warnings
         self.next_checkpoint = checkpoint_freq
-        self._at_boundary = False
         self.started = time.time()
         self.wall_time_before = 0.0  # of the runs this one resumes
+        self._resumed_action_noise: Any = None
+
+    def resume_from(self, state: dict[str, Any]) -> None:
+        """Continue the checkpointed run's schedule, wall time and action noise (``learn()`` resets the noise first)."""
+        self.next_checkpoint = state["next_checkpoint"]
+        self.wall_time_before = state["wall_time_s"]
+        self._resumed_action_noise = state["action_noise"]
+
+    def _on_training_start(self) -> None:
+        if self._resumed_action_noise is not None:
+            self.model.action_noise = self._resumed_action_noise
+            self._resumed_action_noise = None
 
     def _on_step(self) -> bool:
-        self._at_boundary = bool(np.all(self.locals["dones"]))
         return True
 
     def _on_rollout_start(self) -> None:
-        if self._at_boundary and self.num_timesteps >= self.next_checkpoint:
-            self.next_checkpoint = (self.num_timesteps // self.checkpoint_freq + 1) * self.checkpoint_freq
-            state = {
-                "rng": _rng_states(self.model),
-                # SB3's load() drops these (it resets the env); the resumed envs must come back to them
-                "last_obs": self.model._last_obs,
-                "last_original_obs": self.model._last_original_obs,
-                "wall_time_s": self.wall_time_before + time.time() - self.started,
-                "env_reset_states": list(self.reset_states),
-                "evaluator": self.evaluator.state(),
-                "next_checkpoint": self.next_checkpoint,
-                "warnings": list(self.run_warnings),
-            }
-            self.checkpoints.save(self.model, self.env_name, copy.deepcopy(state))
-        self._at_boundary = False
+        if self.num_timesteps < self.next_checkpoint:
+            return
+        self.next_checkpoint = (self.num_timesteps // self.checkpoint_freq + 1) * self.checkpoint_freq
+        state = {
+            "rng": _rng_states(self.model),
+            # SB3's load() drops these (it resets the env); the resumed envs must come back to them
+            "last_obs": self.model._last_obs,
+            "last_original_obs": self.model._last_original_obs,
+            "episodes": self.episodes.state(),
+            "vec_wrappers": _vec_wrapper_states(self.model.get_env()),
+            # Ornstein-Uhlenbeck noise carries its last value; the zoo's continuation builds a fresh one
+            "action_noise": self.model.action_noise,
+            "wall_time_s": self.wall_time_before + time.time() - self.started,
+            "evaluator": self.evaluator.state(),
+            "next_checkpoint": self.next_checkpoint,
+            "warnings": list(self.run_warnings),
+        }
+        self.checkpoints.save(self.model, self.env_name, copy.deepcopy(state))
 
 
-def _resume(model: Any, state: dict[str, Any], reset_states: list[Any]) -> None:
+def _resume(model: Any, state: dict[str, Any], episodes: EpisodeReplay | None) -> None:
     """
-    Put the freshly built envs and the global RNGs where the checkpointed run was.
+    Put the freshly built envs and the global RNGs where the checkpointed run was (the action noise follows at the
+    start of ``learn()``: :meth:`RunCheckpointCallback.resume_from`).
 
-    :raise RuntimeError: the envs do not come back to the checkpoint's observation (then the run starts over)
+    :raise RuntimeError: the envs do not come back to the checkpoint's observations (then the run starts over)
     """
-    env = model.get_env()
-    base = env.unwrapped
-    for sub_env, generator_state in zip(base.envs, state["env_reset_states"], strict=True):
-        sub_env.unwrapped.np_random.bit_generator.state = generator_state
-    base._reset_seeds()  # unseeded resets, as the auto-reset at the episode end was
-    vec_normalize = model.get_vec_normalize_env()
-    training = vec_normalize.training if vec_normalize is not None else None
-    if vec_normalize is not None:
-        vec_normalize.training = False  # the reset obs is already in the statistics
-    try:
-        obs = env.reset()
-    finally:
-        if vec_normalize is not None:
-            vec_normalize.training = training
-    expected = state["last_obs"]
-    same = (
-        all(np.array_equal(obs[key], expected[key]) for key in obs) if isinstance(obs, dict) else np.array_equal(obs, expected)
-    )
-    if not same:
-        raise RuntimeError("the envs did not come back to the checkpoint's observation")
-    model._last_obs = expected
+    if episodes is None:
+        raise RuntimeError("this run takes no checkpoints (checkpoint_freq 0, or no DummyVecEnv)")
+    episodes.replay(state["episodes"])
+    for wrapper, attributes in zip(_vec_wrappers(model.get_env()), state["vec_wrappers"], strict=True):
+        vars(wrapper).update(attributes)
+    model._last_obs = state["last_obs"]
     model._last_original_obs = state["last_original_obs"]
-    reset_states[:] = state["env_reset_states"]
     _set_rng_states(model, state["rng"])
 
 
@@ -368,20 +433,24 @@ def _build_run(
         set_random_seed(task["seed"])
         manager = make_manager(task, trained_agent=str(attempt / "model.zip") if attempt is not None else "")
         model, _ = manager.setup_experiment()
-        reset_states = _observe_resets(model.get_env())
         evaluator = make_evaluator(task, manager, record)
         callbacks = [*manager.callbacks, evaluator]
-        checkpointer = None
-        if checkpoints is not None and reset_states is not None and task.get("checkpoint_freq"):
-            checkpointer = RunCheckpointCallback(
-                checkpoints, task["checkpoint_freq"], str(manager.env_name), evaluator, reset_states, run_warnings
-            )
-            callbacks.append(checkpointer)
+        checkpointer = episodes = None
+        if checkpoints is not None and task.get("checkpoint_freq"):
+            try:
+                episodes = EpisodeReplay(model.get_env())
+            except TypeError as error:
+                warnings.warn(f"no checkpoints in this run: {error}")
+            else:
+                checkpointer = RunCheckpointCallback(
+                    checkpoints, task["checkpoint_freq"], str(manager.env_name), evaluator, episodes, run_warnings
+                )
+                callbacks.append(checkpointer)
         if attempt is None:
             return model, manager, evaluator, callbacks
         try:
             state = RunCheckpoints.read_state(attempt)
-            _resume(model, state, reset_states)
+            _resume(model, state, episodes)
         except Exception as error:  # an unusable checkpoint: start over rather than fail the run
             warnings.warn(f"checkpoint {attempt} not resumed ({type(error).__name__}: {error}); the run starts over")
             model.get_env().close()
@@ -391,8 +460,6 @@ def _build_run(
         run_warnings.update(dict.fromkeys(state["warnings"]))
         record["resumed_wall_time_s"] = state["wall_time_s"]
         record["resumed_from"] = int(model.num_timesteps)
-        if checkpointer is not None:
-            checkpointer.next_checkpoint = state["next_checkpoint"]
-            checkpointer.wall_time_before = state["wall_time_s"]
+        checkpointer.resume_from(state)
         return model, manager, evaluator, callbacks
     raise AssertionError("unreachable")

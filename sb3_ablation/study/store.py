@@ -90,9 +90,9 @@ class RunCheckpoints:
     """
     The checkpoints of one run: ``<record>.checkpoint/step_<n>/`` holds ``model.zip``, ``replay_buffer.pkl``,
     ``<env>/vecnormalize.pkl`` (the names rl_zoo3's ``--trained-agent`` continuation reads) and ``state.pkl`` (RNG
-    states and the run's evaluation history). A step folder is written under a temporary name and renamed when
-    complete; ``latest.json`` then points at it and older folders are removed. A run killed at any moment leaves
-    either the previous checkpoint or the new one.
+    states, action noise, the training envs' episodes and the run's evaluation history). A step folder is written
+    under a temporary name and renamed when complete; ``latest.json`` then points at it and older folders are
+    removed. A run killed at any moment leaves either the previous checkpoint or the new one.
 
     :param record_path: the run's record file
     """
