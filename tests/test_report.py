@@ -186,7 +186,7 @@ def test_warnings_are_listed_once_with_their_runs(tmp_path):
     text = write_report(tmp_path, reps=REPS).read_text()
     assert text.count(WARNING) == 1 and text.count("RuntimeWarning: overflow") == 1
     assert f"- `{WARNING}`: Pendulum-v1 no_replay_buffer (all seeds); Pendulum-v1 td3 (all seeds)" in text
-    assert "- `RuntimeWarning: overflow`: Pendulum-v1 no_clipped_double_q (seeds 2)" in text
+    assert "- `RuntimeWarning: overflow`: Pendulum-v1 no_clipped_double_q (seed 2)" in text
 
 
 def test_curve_iqm_ignores_missing_values_and_matches_trim_mean():
@@ -219,3 +219,18 @@ def test_header_gives_each_envs_training_steps_and_the_studys_overrides(tmp_path
     assert "training steps: Pendulum-v1 20,000, MountainCarContinuous-v0 5,000;" in text
     assert "with policy_kwargs: dict(net_arch=[64, 64]), gamma (MountainCarContinuous-v0): 0.9;" in text
     assert "with 1 run per variant:" in text
+
+
+def test_a_panel_with_one_diverging_curve_gets_a_symlog_axis_and_an_ordinary_one_does_not():
+    from sb3_ablation.study.figures import CurveEstimate, Panel, _symlog_threshold
+
+    steps = np.arange(4)
+
+    def curve(reach):
+        iqm = np.array([0.0, reach / 2, -reach, reach / 4])
+        return CurveEstimate(steps, iqm, None, iqm[None, :])
+
+    ordinary = Panel("bias", "Q - return", {"td3": curve(30.0), "a": curve(50.0), "b": curve(400.0)})
+    assert _symlog_threshold(ordinary) is None
+    diverging = Panel("bias", "Q - return", {"td3": curve(30.0), "a": curve(50.0), "b": curve(1e6)})
+    assert _symlog_threshold(diverging) == 50.0  # the median reach: linear where the ordinary curves are

@@ -92,7 +92,10 @@ def plot_curve_panels(suptitle: str, panels: list[Panel], colors: dict[str, Any]
             ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--")
         ax.set_xlabel(panel.xlabel)
         ax.set_ylabel(panel.ylabel)
-        ax.set_title(panel.title, fontsize="medium")
+        linthresh = _symlog_threshold(panel)
+        if linthresh is not None:
+            ax.set_yscale("symlog", linthresh=linthresh, linscale=1.5)
+        ax.set_title(panel.title + (" (symlog scale)" if linthresh is not None else ""), fontsize="medium")
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
@@ -100,6 +103,25 @@ def plot_curve_panels(suptitle: str, panels: list[Panel], colors: dict[str, Any]
     fig.suptitle(suptitle)
     fig.tight_layout()
     _save(fig, path)
+
+
+def _symlog_threshold(panel: Panel, spread: float = 100.0) -> float | None:
+    """
+    Where a panel's y axis should turn logarithmic: when one variant's curve reaches ``spread`` times further from 0
+    than the typical (median) variant's, a linear axis would flatten every other curve into a line at 0 (e.g. a
+    critic diverging without target networks). :return: the typical variant's reach (linear below it), or ``None``
+    """
+    reaches = []
+    for curve in panel.curves.values():
+        values = [curve.iqm] if curve.ci is None else [curve.iqm, curve.ci]
+        finite = np.concatenate([np.abs(np.ravel(v)) for v in values])
+        finite = finite[np.isfinite(finite)]
+        if finite.size:
+            reaches.append(float(finite.max()))
+    if len(reaches) < 2:
+        return None
+    typical = float(np.median(reaches))
+    return typical if typical > 0 and max(reaches) > spread * typical else None
 
 
 def plot_performance_profiles(

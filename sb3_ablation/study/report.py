@@ -391,7 +391,9 @@ def _curve_figures(
         "Overestimation: at each evaluation, critic 1's Q(s, a) at the states and actions of the evaluation "
         "episodes minus the discounted return obtained from there to the end of the episode (as in Fig. 1 of the "
         "TD3 paper; above 0 = overestimation). Episodes cut by a time limit make the true return look smaller "
-        f"near the cut.{diagnostics_note} Curves: {band}.",
+        f"near the cut.{diagnostics_note} Curves: {band}. A panel whose largest curve reaches over 100 times "
+        "further from 0 than the typical variant's has a symlog y axis (linear up to the typical reach), as its "
+        "title says.",
         "",
     ]
 
