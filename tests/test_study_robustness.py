@@ -145,6 +145,21 @@ def test_aggregate_normalizes_with_reference_scores_and_lists_failures(tmp_path)
     assert f"Missing (never finished): {missing}Pendulum-v1 no_clipped_double_q (seed 2)." in text
 
 
+def test_aggregate_of_a_study_in_progress_covers_the_envs_every_variant_has_runs_on(tmp_path):
+    envs, variants = ["Pendulum-v1", "MountainCarContinuous-v0", "Hopper-v5"], ["td3", "no_clipped_double_q"]
+    write_json_atomic(tmp_path / "study.json", {"envs": envs, "variants": variants, "seeds": [0, 1], "settings": {}})
+    for env in envs[:2]:
+        for variant in variants:
+            for seed in (0, 1):
+                _synthetic_run(tmp_path, env, variant, seed, 10.0 * seed + (variant == "td3"))
+    _synthetic_run(tmp_path, "Hopper-v5", "td3", 0, 500.0)  # the third task has begun: one variant only
+
+    text = write_report(tmp_path, reps=200).read_text()
+    aggregate = text[text.index("## Across environments") :]
+    assert "**Over Pendulum-v1, MountainCarContinuous-v0 only:** Hopper-v5 not yet" in aggregate
+    assert "No variant has finished runs" not in aggregate and "| no_clipped_double_q |" in aggregate
+
+
 def test_shipped_study_files_resolve():
     for name, runs in (("pendulum.yml", 35), ("td3_paper_mujoco.yml", 4 * 13 * 10)):
         config = StudyConfig(**load_config_file(ROOT / "studies" / name))

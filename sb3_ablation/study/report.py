@@ -17,6 +17,7 @@ reference scores.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Iterable
@@ -482,8 +483,18 @@ def _aggregate_section(
 ) -> list[str]:
     if len(data.envs) < 2:
         return []
-    complete = [v for v in variants if all(len(data.final_returns(env, v)) for env in data.envs)]
     lines = ["## Across environments (normalized scores)", ""]
+    # a study run task by task: aggregate the tasks every variant has runs on, and name the others
+    covered = [env for env in data.envs if all(len(data.final_returns(env, v)) for v in variants)]
+    if 2 <= len(covered) < len(data.envs):
+        left_out = [env for env in data.envs if env not in covered]
+        lines += [
+            f"**Over {', '.join(covered)} only:** {', '.join(left_out)} not yet (not every variant has finished runs "
+            "there). This section changes when they come in.",
+            "",
+        ]
+        data = dataclasses.replace(data, envs=covered)
+    complete = [v for v in variants if all(len(data.final_returns(env, v)) for env in data.envs)]
     seeds = common_seeds(data, complete)
     if not complete or not seeds:
         return [*lines, "No variant has finished runs on every env with a common seed.", ""]
