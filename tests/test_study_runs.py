@@ -1,5 +1,6 @@
 """A study run is the run `train` makes, it survives a kill (checkpoints), and its record carries format 2."""
 
+import copy
 import json
 import os
 import signal
@@ -231,7 +232,7 @@ def test_episode_replay_brings_fresh_envs_to_the_same_states_and_notices_a_misma
         return venv, episodes
 
     venv, episodes = stepped(230)  # one auto-reset (200-step episodes), then 30 steps into the second episode
-    saved = episodes.state()
+    saved = copy.deepcopy(episodes.episodes)
     assert [len(episode["actions"]) for episode in saved] == [30, 30] and saved[0]["reset_kwargs"] == {}
     fresh = make_vec_env("Pendulum-v1", n_envs=2, seed=99)  # other seeds: only the saved generator states count
     EpisodeReplay(fresh).replay(saved)

@@ -152,7 +152,7 @@ class EpisodeReplay:
             episode["reset_kwargs"] = copy.deepcopy(kwargs)
             episode["actions"] = []
             obs, info = reset(*args, **kwargs)
-            episode["last_obs"] = copy.deepcopy(obs)
+            episode["last_obs"] = obs  # copied only when a checkpoint is taken
             return obs, info
 
         return noting_reset
@@ -162,14 +162,10 @@ class EpisodeReplay:
         def noting_step(action: Any) -> Any:
             episode["actions"].append(copy.deepcopy(action))
             result = step(action)
-            episode["last_obs"] = copy.deepcopy(result[0])
+            episode["last_obs"] = result[0]
             return result
 
         return noting_step
-
-    def state(self) -> list[dict[str, Any]]:
-        """Each env's episode so far (picklable)."""
-        return copy.deepcopy(self.episodes)
 
     def replay(self, episodes: list[dict[str, Any]]) -> None:
         """
@@ -206,9 +202,12 @@ def _vec_wrappers(venv: Any) -> list[Any]:
 
 
 def _vec_wrapper_states(venv: Any) -> list[dict[str, Any]]:
-    """Each VecEnv wrapper's own attributes (e.g. VecNormalize's running return, VecFrameStack's stack)."""
+    """
+    Each VecEnv wrapper's own attributes (e.g. VecNormalize's running return, VecFrameStack's stack), not copied: the
+    checkpoint copies its whole state once.
+    """
     structure = ("venv", "class_attributes")  # what every VecEnvWrapper gets at construction (and cannot be copied)
-    return [copy.deepcopy({k: v for k, v in vars(w).items() if k not in structure}) for w in _vec_wrappers(venv)]
+    return [{k: v for k, v in vars(w).items() if k not in structure} for w in _vec_wrappers(venv)]
 
 
 def _rng_states(model: Any) -> dict[str, Any]:
@@ -291,7 +290,7 @@ class RunCheckpointCallback(BaseCallback):
             # SB3's load() drops these (it resets the env); the resumed envs must come back to them
             "last_obs": self.model._last_obs,
             "last_original_obs": self.model._last_original_obs,
-            "episodes": self.episodes.state(),
+            "episodes": self.episodes.episodes,
             "vec_wrappers": _vec_wrapper_states(self.model.get_env()),
             # Ornstein-Uhlenbeck noise carries its last value; the zoo's continuation builds a fresh one
             "action_noise": self.model.action_noise,
@@ -300,7 +299,7 @@ class RunCheckpointCallback(BaseCallback):
             "next_checkpoint": self.next_checkpoint,
             "warnings": list(self.run_warnings),
         }
-        self.checkpoints.save(self.model, self.env_name, copy.deepcopy(state))
+        self.checkpoints.save(self.model, self.env_name, copy.deepcopy(state))  # the one copy of the live state
 
 
 def _resume(model: Any, state: dict[str, Any], episodes: EpisodeReplay | None) -> None:
