@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sb3_ablation.common.io import write_json_atomic
+from sb3_ablation.common.io import read_json, write_json_atomic
 from sb3_ablation.study.report import load_study, write_report
 from sb3_ablation.study.results import aligned_curves
 from sb3_ablation.study.statistics import curve_estimates, iqm_per_timestep, min_permutation_p, outcome_statistics
@@ -187,6 +187,28 @@ def test_warnings_are_listed_once_with_their_runs(tmp_path):
     assert text.count(WARNING) == 1 and text.count("RuntimeWarning: overflow") == 1
     assert f"- `{WARNING}`: Pendulum-v1 no_replay_buffer (all seeds); Pendulum-v1 td3 (all seeds)" in text
     assert "- `RuntimeWarning: overflow`: Pendulum-v1 no_clipped_double_q (seed 2)" in text
+
+
+def test_software_of_the_runs_is_stated_and_mixed_versions_are_named(tmp_path):
+    write_study(tmp_path, leave_one_out(), seeds=[0, 1])
+    variants = ("td3", "no_replay_buffer", "no_clipped_double_q")
+
+    def set_torch(newer_for):
+        for variant in variants:
+            for seed in (0, 1):
+                path = run_path(tmp_path, "Pendulum-v1", variant, seed)
+                torch = "2.11.0+cu130" if (variant, seed) in newer_for else "2.13.0+cpu"
+                write_json_atomic(path, {**read_json(path), "versions": {"torch": torch, "numpy": "2.4.6"}})
+        return write_report(tmp_path, reps=REPS).read_text()
+
+    text = set_torch({("td3", 1)})
+    assert "several versions" in text
+    assert "- numpy 2.4.6, torch 2.13.0+cpu: 5 runs, Pendulum-v1 no_clipped_double_q (all seeds); " in text
+    assert "- numpy 2.4.6, torch 2.11.0+cu130: 1 run, Pendulum-v1 td3 (seed 1)" in text
+    text = set_torch({(variant, 1) for variant in variants})
+    assert "- numpy 2.4.6, torch 2.11.0+cu130: 3 runs, Pendulum-v1 every variant (seed 1)" in text
+    text = set_torch(set())
+    assert "Software of every run: numpy 2.4.6, torch 2.13.0+cpu." in text and "several versions" not in text
 
 
 def test_curve_iqm_ignores_missing_values_and_matches_trim_mean():

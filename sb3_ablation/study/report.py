@@ -584,23 +584,47 @@ def _warnings_section(data: StudyData) -> list[str]:
     """Each warning the runs raised, once, with the runs that raised it."""
     if not data.warnings:
         return []
-    all_seeds = sorted(data.manifest.get("seeds", []))
     lines = ["## Run warnings", "", "Each warning once, with the runs that raised it:", ""]
     for message, keys in sorted(data.warnings.items()):
-        lines.append(f"- `{message.splitlines()[0]}`: {_runs_by_env_variant(keys, all_seeds)}")
+        lines.append(f"- `{message.splitlines()[0]}`: {_runs_by_env_variant(keys, data)}")
     return [*lines, ""]
 
 
-def _runs_by_env_variant(keys: Iterable[tuple[str, str, int]], all_seeds: list[int]) -> str:
-    """Runs named compactly: ``env variant (seeds 3, 4)`` once per (env, variant), ``all seeds`` where it is all."""
-    by_run: dict[tuple[str, str], list[int]] = {}
+def _software_lines(data: StudyData) -> list[str]:
+    """The versions the finished runs were made with; where they differ, which runs used which."""
+    if len(data.software) <= 1:
+        return [f"Software of every run: {software}.", ""] if (software := next(iter(data.software), None)) else []
+    lines = [
+        "Software of the runs (several versions: each run is a run of the same settings and seed, but runs made with "
+        "different versions are not bit-identical to each other):",
+        "",
+    ]
+    for software, keys in sorted(data.software.items(), key=lambda item: -len(item[1])):
+        lines.append(f"- {software}: {_plural(len(keys), 'run')}, {_runs_by_env_variant(keys, data)}")
+    return [*lines, ""]
+
+
+def _runs_by_env_variant(keys: Iterable[tuple[str, str, int]], data: StudyData) -> str:
+    """
+    Runs named compactly: ``env variant (seeds 3, 4)`` once per (env, variant), ``all seeds`` where it is all, and
+    ``env: every variant (seeds 1, 2)`` where every variant of an env has the same seeds.
+    """
+    all_seeds = sorted(data.manifest.get("seeds", []))
+    by_env: dict[str, dict[str, list[int]]] = {}
     for env, variant, seed in keys:
-        by_run.setdefault((env, variant), []).append(seed)
-    named = []
-    for (env, variant), seeds in sorted(by_run.items()):
+        by_env.setdefault(env, {}).setdefault(variant, []).append(seed)
+
+    def which(seeds: list[int]) -> str:
         seeds = sorted(seeds)
-        which = "all seeds" if seeds == all_seeds else ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
-        named.append(f"{env} {variant} ({which})")
+        return "all seeds" if seeds == all_seeds else ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
+
+    named = []
+    for env, by_variant in sorted(by_env.items()):
+        seed_sets = {tuple(sorted(seeds)) for seeds in by_variant.values()}
+        if len(data.variants) > 1 and set(by_variant) == set(data.variants) and len(seed_sets) == 1:
+            named.append(f"{env} every variant ({which(list(seed_sets.pop()))})")
+            continue
+        named += [f"{env} {variant} ({which(seeds)})" for variant, seeds in sorted(by_variant.items())]
     return "; ".join(named)
 
 
@@ -616,7 +640,7 @@ def _failures_section(data: StudyData) -> list[str]:
         lines.append("")
     if data.missing:
         lines += [
-            f"Missing (never finished): {_runs_by_env_variant(data.missing, sorted(data.manifest.get('seeds', [])))}.",
+            f"Missing (never finished): {_runs_by_env_variant(data.missing, data)}.",
             "",
         ]
     lines += ["Rerun the study command to redo failed and missing runs; finished runs are kept.", ""]
@@ -661,6 +685,7 @@ def write_report(
         "no intervals and no significance claims, only per-seed values.",
         "",
     ]
+    lines += _software_lines(data)
     if data.failed or data.missing:
         lines += [f"**Incomplete study:** {len(data.failed)} failed and {len(data.missing)} missing runs (see the end).", ""]
     for env in data.envs:

@@ -101,6 +101,8 @@ class StudyData:
     missing: list[tuple[str, str, int]] = field(default_factory=list)
     # warning message -> the (env, variant, seed) of every run, finished or failed, that raised it
     warnings: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
+    # the software a finished run was made with ("torch 2.13.0+cpu, ...") -> its (env, variant, seed)
+    software: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
 
     def final_returns(self, env: str, variant: str) -> np.ndarray:
         return self.final_values(env, variant, "mean_return")[1]
@@ -125,6 +127,7 @@ def load_study(out: str | os.PathLike) -> StudyData:
     runs: dict[str, dict[str, list[RunCurves]]] = {}
     failed, done = [], set()
     warnings: dict[str, list[tuple[str, str, int]]] = {}
+    software: dict[str, list[tuple[str, str, int]]] = {}
     for record in iter_runs(out):
         key = (record["env"], record["variant"], int(record["seed"]))
         for message in dict.fromkeys(record.get("warnings") or []):
@@ -136,6 +139,10 @@ def load_study(out: str | os.PathLike) -> StudyData:
             failed.append({**record, "error": "no evaluations recorded"})
             continue
         done.add(key)
+        versions = record.get("versions") or {}
+        software.setdefault(", ".join(f"{name} {versions[name]}" for name in sorted(versions)) or "not recorded", []).append(
+            key
+        )
         runs.setdefault(record["env"], {}).setdefault(record["variant"], []).append(RunCurves.from_record(record))
         if record["env"] not in envs:
             envs.append(record["env"])
@@ -152,7 +159,7 @@ def load_study(out: str | os.PathLike) -> StudyData:
         for seed in seeds
         if (env, variant, seed) not in done and (env, variant, seed) not in failed_keys
     ]
-    return StudyData(Path(out), manifest, envs, variants, runs, failed, missing, warnings)
+    return StudyData(Path(out), manifest, envs, variants, runs, failed, missing, warnings, software)
 
 
 def aligned_curves(runs: list[RunCurves], metric: str) -> tuple[np.ndarray, np.ndarray]:
