@@ -592,8 +592,10 @@ def _warnings_section(data: StudyData) -> list[str]:
 
 def _software_lines(data: StudyData) -> list[str]:
     """The versions the finished runs were made with; where they differ, which runs used which."""
-    if len(data.software) <= 1:
-        return [f"Software of every run: {software}.", ""] if (software := next(iter(data.software), None)) else []
+    if not data.software:
+        return []
+    if len(data.software) == 1:
+        return [f"Software of every run: {next(iter(data.software))}.", ""]
     lines = [
         "Software of the runs (several versions: each run is a run of the same settings and seed, but runs made with "
         "different versions are not bit-identical to each other):",
@@ -607,14 +609,14 @@ def _software_lines(data: StudyData) -> list[str]:
 def _runs_by_env_variant(keys: Iterable[tuple[str, str, int]], data: StudyData) -> str:
     """
     Runs named compactly: ``env variant (seeds 3, 4)`` once per (env, variant), ``all seeds`` where it is all, and
-    ``env: every variant (seeds 1, 2)`` where every variant of an env has the same seeds.
+    ``env every variant (seeds 1, 2)`` where every variant of an env has the same seeds.
     """
     all_seeds = sorted(data.manifest.get("seeds", []))
     by_env: dict[str, dict[str, list[int]]] = {}
     for env, variant, seed in keys:
         by_env.setdefault(env, {}).setdefault(variant, []).append(seed)
 
-    def which(seeds: list[int]) -> str:
+    def which(seeds: Iterable[int]) -> str:
         seeds = sorted(seeds)
         return "all seeds" if seeds == all_seeds else ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
 
@@ -622,7 +624,7 @@ def _runs_by_env_variant(keys: Iterable[tuple[str, str, int]], data: StudyData) 
     for env, by_variant in sorted(by_env.items()):
         seed_sets = {tuple(sorted(seeds)) for seeds in by_variant.values()}
         if len(data.variants) > 1 and set(by_variant) == set(data.variants) and len(seed_sets) == 1:
-            named.append(f"{env} every variant ({which(list(seed_sets.pop()))})")
+            named.append(f"{env} every variant ({which(seed_sets.pop())})")
             continue
         named += [f"{env} {variant} ({which(seeds)})" for variant, seeds in sorted(by_variant.items())]
     return "; ".join(named)

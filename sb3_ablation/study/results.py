@@ -140,9 +140,8 @@ def load_study(out: str | os.PathLike) -> StudyData:
             continue
         done.add(key)
         versions = record.get("versions") or {}
-        software.setdefault(", ".join(f"{name} {versions[name]}" for name in sorted(versions)) or "not recorded", []).append(
-            key
-        )
+        made_with = ", ".join(f"{name} {versions[name]}" for name in sorted(versions)) or "not recorded"
+        software.setdefault(made_with, []).append(key)
         runs.setdefault(record["env"], {}).setdefault(record["variant"], []).append(RunCurves.from_record(record))
         if record["env"] not in envs:
             envs.append(record["env"])
