@@ -65,7 +65,8 @@ class BatchedTD3(AblatableTD3):
     Takes every argument of :class:`AblatableTD3`; refuses (one line each) what has no per-agent form here: speed
     mode, ``VecNormalize`` (its statistics would be pooled over agents), non-flat observations, n-step or custom replay
     buffers, the memory-efficient buffer and ``train_freq`` in episodes. Save agent k with :meth:`copy_agent_to` into
-    an ``AblatableTD3`` of the same settings (the batched model itself is not saved).
+    an ``AblatableTD3`` of the same settings. ``save`` and ``load`` (SB3's) keep the batched model as a whole: all
+    agents' weights, Adam moments and counters, loaded back with a ``VecEnv`` of K envs (a checkpoint of the group).
 
     :param policy: ``"MlpPolicy"`` (:class:`BatchedTD3Policy`)
     :param env: a ``VecEnv`` whose env k is agent k's (or a Gym env / id: one agent)
@@ -162,11 +163,6 @@ class BatchedTD3(AblatableTD3):
         self.policy.copy_agent_to(agent, model.policy)
         model.num_timesteps = self.agent_timesteps
         model._n_updates = self._n_updates
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(
-            f"{type(self).__name__} is not saved as a whole: copy_agent_to(k, model) gives agent k as an AblatableTD3 to save"
-        )
 
     @classmethod
     def from_agents(cls, agents: Sequence[AblatableTD3], hyperparams: dict[str, Any]) -> BatchedTD3:

@@ -5,7 +5,14 @@ action noise, initial weights), then the K models become one :class:`~sb3_ablati
 agent k's initial weights are run k's). Every agent is evaluated with the study's protocol on its own evaluation env
 (:class:`~sb3_ablation.study.evaluation.OverestimationEvalCallback`, on run k's model holding agent k's weights), and
 gets its own record, final model and status: an agent whose evaluation fails (e.g. NaN weights) is recorded as failed
-while the others go on. There are no checkpoints inside a group: a killed group starts its runs over.
+while the others go on.
+
+A group is checkpointed as a run of the process engine is (:class:`~sb3_ablation.study.execute.RunCheckpointCallback`,
+every ``checkpoint_freq`` steps of each agent, into ``seeds_<k>_<l>....checkpoint/`` next to the records): the batched
+model as a whole (every agent's weights and Adam moments, SB3's ``save``), its replay buffer (every agent's column),
+the training envs' episodes, RNG states, action noise, and each agent's evaluation history and failure. A killed
+group, run again with the same seeds pending, resumes there and ends with exactly the records and final models of
+an uninterrupted one; the checkpoints are removed once the group is done.
 """
 
 from __future__ import annotations
@@ -23,14 +30,16 @@ from stable_baselines3.common.logger import Logger
 
 from sb3_ablation.study.backends import failed_record
 from sb3_ablation.study.execute import (
+    add_checkpointer,
     captured_warnings,
     finish_record,
     make_evaluator,
     make_manager,
     manager_learn_kwargs,
     new_record,
+    try_resume,
 )
-from sb3_ablation.study.store import save_final_model, write_run
+from sb3_ablation.study.store import RunCheckpoints, save_final_model, write_run
 
 ENGINE = "batched"
 
@@ -41,6 +50,17 @@ def make_groups(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for task in tasks:
         groups[(task["env"], task["variant"])].append(task)
     return [{"env": env, "variant": variant, "runs": runs} for (env, variant), runs in groups.items()]
+
+
+def group_checkpoints(tasks: list[dict[str, Any]]) -> RunCheckpoints | None:
+    """
+    The checkpoints of a group: ``seeds_<k>_<l>....checkpoint/`` next to its records (named by its seeds, so that a
+    group of other seeds never resumes from them), or ``None`` when its runs have no record files.
+    """
+    if not tasks[0].get("record"):
+        return None
+    seeds = "_".join(str(task["seed"]) for task in tasks)
+    return RunCheckpoints(Path(tasks[0]["record"]).with_name(f"seeds_{seeds}"))
 
 
 def failed_group(group: dict[str, Any], error: str) -> list[dict[str, Any]]:
@@ -64,10 +84,28 @@ class AgentEvaluations(BaseCallback):
         self.agents = agents
         self.evaluators = evaluators
         self.failures: list[tuple[str, str] | None] = [None] * len(agents)
+        for agent in agents:
+            agent.set_logger(Logger(folder=None, output_formats=[]))
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint of the group keeps of its agents' evaluations (restored by :meth:`set_state`)."""
+        return {
+            "evaluators": [evaluator.state() for evaluator in self.evaluators],
+            "failures": self.failures,
+            # the diagnostics an evaluator reads next are those its agent's logger holds (some are logged only by
+            # some train() calls, e.g. a Gaussian actor's std)
+            "logged": [dict(agent.logger.name_to_value) for agent in self.agents],
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        for evaluator, evaluator_state in zip(self.evaluators, state["evaluators"], strict=True):
+            evaluator.set_state(evaluator_state)
+        self.failures = state["failures"]
+        for agent, logged in zip(self.agents, state["logged"], strict=True):
+            agent.logger.name_to_value.update(logged)
 
     def _init_callback(self) -> None:
         for agent, evaluator in zip(self.agents, self.evaluators, strict=True):
-            agent.set_logger(Logger(folder=None, output_formats=[]))
             evaluator.init_callback(agent)
 
     def _sync(self, evaluating: bool) -> None:
@@ -108,51 +146,46 @@ class AgentEvaluations(BaseCallback):
 
 def execute_group(group: dict[str, Any]) -> list[dict[str, Any]]:
     """
-    Train and evaluate the runs of one (env, variant) together; write each run's record (and final model) as the process
-    engine does. Never raises for failing runs: their records say ``"status": "failed"``.
+    Train and evaluate the runs of one (env, variant) together, resuming from the group's last checkpoint if there is
+    one; write each run's record (and final model) as the process engine does, and remove the checkpoints once the
+    group is done. Never raises for failing runs: their records say ``"status": "failed"`` (a group that fails as a
+    whole keeps its checkpoints, so that a retry resumes).
 
     :param group: see :func:`make_groups` (each run a task of :func:`sb3_ablation.study.config.make_tasks`)
     :return: the run records, in the group's order
     """
     import torch as th
-    from stable_baselines3.common.utils import set_random_seed
-
-    from sb3_ablation.batched import BatchedTD3
 
     th.set_num_threads(1)  # one thread per group: parallel groups on separate cores
     started = time.time()
     tasks = group["runs"]
     records = [{**new_record(task), "engine": ENGINE, "group_size": len(tasks)} for task in tasks]
+    checkpoints = group_checkpoints(tasks)
     run_warnings: dict[str, None] = {}
     evaluations: AgentEvaluations | None = None
     group_error = None
+    resumed_wall_time_s = 0.0
     try:
         with captured_warnings(run_warnings), contextlib.redirect_stdout(io.StringIO()):
-            agents, managers, evaluators = [], [], []
-            for task, record in zip(tasks, records, strict=True):
-                set_random_seed(task["seed"])  # as the process engine does before building run k
-                manager = make_manager(task)
-                model, _ = manager.setup_experiment()
-                if manager.callbacks or manager.normalize:
-                    raise ValueError("the batched engine runs no zoo callback: entries and no normalize: True")
-                agents.append(model)
-                managers.append(manager)
-                evaluators.append(make_evaluator(task, manager, record))
-            batched = BatchedTD3.from_agents(agents, managers[0]._hyperparams)
-            evaluations = AgentEvaluations(agents, evaluators)
-            batched.learn(records[0]["n_timesteps"], callback=evaluations, **manager_learn_kwargs(managers[0]))
-            batched.get_env().close()
-            for evaluator in evaluators:
-                evaluator.eval_env.close()
+            batched, evaluations, callbacks, learn_kwargs, state = _build_group(tasks, records, checkpoints, run_warnings)
+            if state is not None:
+                resumed_wall_time_s = state["wall_time_s"]
+            batched.learn(
+                records[0]["n_timesteps"] - batched.agent_timesteps,
+                callback=callbacks,
+                reset_num_timesteps=batched.num_timesteps == 0,
+                **learn_kwargs,
+            )
+            _close_group(batched, evaluations)
     except Exception as error:  # the whole group failed (building it, or training)
         group_error = (f"{type(error).__name__}: {error}", traceback.format_exc())
-    wall_time_s = (time.time() - started) / len(tasks)  # the group's time, shared by its runs
+    wall_time_s = (time.time() - started + resumed_wall_time_s) / len(tasks)  # the group's time, shared by its runs
     finished = []
     for index, (task, record) in enumerate(zip(tasks, records, strict=True)):
         failure = group_error or (evaluations.failures[index] if evaluations is not None else None)
         if failure is None:
             try:
-                record.update(save_final_model(agents[index], task["record"]) if task.get("record") else {})
+                record.update(save_final_model(evaluations.agents[index], task["record"]) if task.get("record") else {})
                 record["status"] = "ok"
             except Exception as error:
                 failure = (f"{type(error).__name__}: {error}", traceback.format_exc())
@@ -163,4 +196,66 @@ def execute_group(group: dict[str, Any]) -> list[dict[str, Any]]:
         if task.get("record"):
             write_run(Path(task["record"]), record)
         finished.append(record)
+    if checkpoints is not None and group_error is None:
+        checkpoints.remove()
     return finished
+
+
+def _close_group(batched: Any, evaluations: AgentEvaluations) -> None:
+    batched.get_env().close()
+    for evaluator in evaluations.evaluators:
+        evaluator.eval_env.close()
+
+
+def _build_group(
+    tasks: list[dict[str, Any]],
+    records: list[dict[str, Any]],
+    checkpoints: RunCheckpoints | None,
+    run_warnings: dict[str, None],
+) -> tuple[Any, AgentEvaluations, list[BaseCallback], dict[str, Any], dict[str, Any] | None]:
+    """
+    The batched model (fresh, or from the group's last checkpoint), the agents' evaluations, all callbacks, the
+    arguments of ``learn()``, and the checkpoint's state (``None`` for a fresh start).
+    """
+    from stable_baselines3.common.utils import set_random_seed
+
+    from sb3_ablation.batched import BatchedTD3
+
+    latest = checkpoints.latest() if checkpoints is not None else None
+    for attempt in (latest, None) if latest is not None else (None,):
+        agents, managers, evaluators = [], [], []
+        for task, record in zip(tasks, records, strict=True):
+            set_random_seed(task["seed"])  # as the process engine does before building run k
+            manager = make_manager(task)
+            model, _ = manager.setup_experiment()
+            if manager.callbacks or manager.normalize:
+                raise ValueError("the batched engine runs no zoo callback: entries and no normalize: True")
+            agents.append(model)
+            managers.append(manager)
+            evaluators.append(make_evaluator(task, manager, record))
+        fresh = BatchedTD3.from_agents(agents, managers[0]._hyperparams)
+        evaluations = AgentEvaluations(agents, evaluators)
+        checkpointer, episodes = add_checkpointer(
+            fresh, tasks[0], checkpoints, str(managers[0].env_name), evaluations, run_warnings
+        )
+        callbacks = [evaluations, *([checkpointer] if checkpointer is not None else [])]
+        learn_kwargs = manager_learn_kwargs(managers[0])
+        if attempt is None:
+            return fresh, evaluations, callbacks, learn_kwargs, None
+
+        def load(folder: Path, fresh: Any = fresh) -> Any:
+            # SB3's load of the whole batched model (weights, Adam moments, counters), on the fresh one's envs
+            loaded = BatchedTD3.load(folder / "model.zip", env=fresh.get_env(), device=fresh.device, force_reset=False)
+            loaded.load_replay_buffer(folder / "replay_buffer.pkl")
+            return loaded
+
+        def close(fresh: Any = fresh, evaluations: AgentEvaluations = evaluations) -> None:
+            _close_group(fresh, evaluations)
+
+        batched, state = try_resume(attempt, fresh, checkpointer, episodes, close, load)
+        if state is None:
+            continue
+        for record in records:
+            record["resumed_from"] = batched.agent_timesteps
+        return batched, evaluations, callbacks, learn_kwargs, state
+    raise AssertionError("unreachable")

@@ -31,7 +31,7 @@ import random
 import time
 import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -233,15 +233,22 @@ def _set_rng_states(model: Any, states: dict[str, Any]) -> None:
     model.action_space.np_random.bit_generator.state = states["action_space"]
 
 
+def run_timesteps(model: Any) -> int:
+    """Environment steps of each run ``model`` trains: ``num_timesteps``, or per agent for a BatchedTD3."""
+    return int(getattr(model, "agent_timesteps", model.num_timesteps))
+
+
 class RunCheckpointCallback(BaseCallback):
     """
     Checkpoint the run at the first rollout start after every ``checkpoint_freq`` steps (so after that step's
-    gradient updates), through :class:`~sb3_ablation.study.store.RunCheckpoints`.
+    gradient updates), through :class:`~sb3_ablation.study.store.RunCheckpoints`. Steps are each run's
+    (:func:`run_timesteps`): a batched group is checkpointed on its agents' schedule.
 
     :param checkpoints: where the checkpoints go
     :param checkpoint_freq: steps between checkpoints
     :param env_name: rl_zoo3's env name (folder of the VecNormalize statistics)
-    :param evaluator: the run's evaluation callback (its history is saved with the checkpoint)
+    :param evaluator: the run's evaluation callback (or a group's ``AgentEvaluations``): its ``state()`` is saved with
+        the checkpoint
     :param episodes: the training envs' episodes so far
     :param run_warnings: warnings of the run so far (saved too: the resumed part will not raise them again)
     """
@@ -268,10 +275,15 @@ class RunCheckpointCallback(BaseCallback):
         self._resumed_action_noise: Any = None
 
     def resume_from(self, state: dict[str, Any]) -> None:
-        """Continue the checkpointed run's schedule, wall time and action noise (``learn()`` resets the noise first)."""
+        """
+        Continue the checkpointed run's schedule, wall time, evaluation history, warnings and action noise (``learn()``
+        resets the noise first).
+        """
         self.next_checkpoint = state["next_checkpoint"]
         self.wall_time_before = state["wall_time_s"]
         self._resumed_action_noise = state["action_noise"]
+        self.evaluator.set_state(state["evaluator"])
+        self.run_warnings.update(dict.fromkeys(state["warnings"]))
 
     def _on_training_start(self) -> None:
         if self._resumed_action_noise is not None:
@@ -282,9 +294,10 @@ class RunCheckpointCallback(BaseCallback):
         return True
 
     def _on_rollout_start(self) -> None:
-        if self.num_timesteps < self.next_checkpoint:
+        steps = run_timesteps(self.model)
+        if steps < self.next_checkpoint:
             return
-        self.next_checkpoint = (self.num_timesteps // self.checkpoint_freq + 1) * self.checkpoint_freq
+        self.next_checkpoint = (steps // self.checkpoint_freq + 1) * self.checkpoint_freq
         state = {
             "rng": _rng_states(self.model),
             # SB3's load() drops these (it resets the env); the resumed envs must come back to them
@@ -299,18 +312,73 @@ class RunCheckpointCallback(BaseCallback):
             "next_checkpoint": self.next_checkpoint,
             "warnings": list(self.run_warnings),
         }
-        self.checkpoints.save(self.model, self.env_name, copy.deepcopy(state))  # the one copy of the live state
+        # the one copy of the live state
+        self.checkpoints.save(self.model, self.env_name, copy.deepcopy(state), timesteps=steps)
 
 
-def _resume(model: Any, state: dict[str, Any], episodes: EpisodeReplay | None) -> None:
+def add_checkpointer(
+    model: Any,
+    task: dict[str, Any],
+    checkpoints: RunCheckpoints | None,
+    env_name: str,
+    evaluator: Any,
+    run_warnings: dict[str, None],
+) -> tuple[RunCheckpointCallback | None, EpisodeReplay | None]:
+    """
+    The checkpoint callback of a run (or batched group) and the record of its training envs' episodes, or
+    ``(None, None)`` when it takes no checkpoints (no checkpoint folder, ``checkpoint_freq`` 0, or no DummyVecEnv:
+    then a warning says so).
+    """
+    if checkpoints is None or not task.get("checkpoint_freq"):
+        return None, None
+    try:
+        episodes = EpisodeReplay(model.get_env())
+    except TypeError as error:
+        warnings.warn(f"no checkpoints in this run: {error}")
+        return None, None
+    checkpointer = RunCheckpointCallback(checkpoints, task["checkpoint_freq"], env_name, evaluator, episodes, run_warnings)
+    return checkpointer, episodes
+
+
+def try_resume(
+    folder: Path,
+    model: Any,
+    checkpointer: RunCheckpointCallback | None,
+    episodes: EpisodeReplay | None,
+    close: Callable[[], None],
+    load: Callable[[Path], Any] | None = None,
+) -> tuple[Any, dict[str, Any] | None]:
+    """
+    Bring a freshly built run (or batched group) to its checkpoint in ``folder``: ``load(folder)`` first when given
+    (it returns the model to continue, loaded from the checkpoint), then envs and RNGs (:func:`_resume`), then the
+    callbacks' state (:meth:`RunCheckpointCallback.resume_from`).
+
+    :param close: closes the run's envs (when the checkpoint cannot be resumed)
+    :return: the model and the checkpoint's state, or ``(model, None)`` when the checkpoint cannot be resumed (a
+        warning says why; the envs are closed and the run is to be built again and start over)
+    """
+    try:
+        if checkpointer is None or episodes is None:
+            raise RuntimeError("this run takes no checkpoints (checkpoint_freq 0, or no DummyVecEnv)")
+        state = RunCheckpoints.read_state(folder)
+        if load is not None:
+            model = load(folder)
+        _resume(model, state, episodes)
+    except Exception as error:  # an unusable checkpoint: start over rather than fail the run
+        warnings.warn(f"checkpoint {folder} not resumed ({type(error).__name__}: {error}); the run starts over")
+        close()
+        return model, None
+    checkpointer.resume_from(state)
+    return model, state
+
+
+def _resume(model: Any, state: dict[str, Any], episodes: EpisodeReplay) -> None:
     """
     Put the freshly built envs and the global RNGs where the checkpointed run was (the action noise follows at the
     start of ``learn()``: :meth:`RunCheckpointCallback.resume_from`).
 
     :raise RuntimeError: the envs do not come back to the checkpoint's observations (then the run starts over)
     """
-    if episodes is None:
-        raise RuntimeError("this run takes no checkpoints (checkpoint_freq 0, or no DummyVecEnv)")
     episodes.replay(state["episodes"])
     for wrapper, attributes in zip(_vec_wrappers(model.get_env()), state["vec_wrappers"], strict=True):
         vars(wrapper).update(attributes)
@@ -433,32 +501,19 @@ def _build_run(
         manager = make_manager(task, trained_agent=str(attempt / "model.zip") if attempt is not None else "")
         model, _ = manager.setup_experiment()
         evaluator = make_evaluator(task, manager, record)
-        callbacks = [*manager.callbacks, evaluator]
-        checkpointer = episodes = None
-        if checkpoints is not None and task.get("checkpoint_freq"):
-            try:
-                episodes = EpisodeReplay(model.get_env())
-            except TypeError as error:
-                warnings.warn(f"no checkpoints in this run: {error}")
-            else:
-                checkpointer = RunCheckpointCallback(
-                    checkpoints, task["checkpoint_freq"], str(manager.env_name), evaluator, episodes, run_warnings
-                )
-                callbacks.append(checkpointer)
+        checkpointer, episodes = add_checkpointer(model, task, checkpoints, str(manager.env_name), evaluator, run_warnings)
+        callbacks = [*manager.callbacks, evaluator, *([checkpointer] if checkpointer is not None else [])]
         if attempt is None:
             return model, manager, evaluator, callbacks
-        try:
-            state = RunCheckpoints.read_state(attempt)
-            _resume(model, state, episodes)
-        except Exception as error:  # an unusable checkpoint: start over rather than fail the run
-            warnings.warn(f"checkpoint {attempt} not resumed ({type(error).__name__}: {error}); the run starts over")
+
+        def close(model: Any = model, evaluator: Any = evaluator) -> None:
             model.get_env().close()
             evaluator.eval_env.close()
+
+        model, state = try_resume(attempt, model, checkpointer, episodes, close)
+        if state is None:
             continue
-        evaluator.set_state(state["evaluator"])
-        run_warnings.update(dict.fromkeys(state["warnings"]))
         record["resumed_wall_time_s"] = state["wall_time_s"]
         record["resumed_from"] = int(model.num_timesteps)
-        checkpointer.resume_from(state)
         return model, manager, evaluator, callbacks
     raise AssertionError("unreachable")

@@ -7,6 +7,7 @@ Layout of a study folder::
     <out>/runs/<env>/<variant>/seed_<k>.zip           its final model (``AblatableTD3.load``)
     <out>/runs/<env>/<variant>/seed_<k>_vecnormalize.pkl   its VecNormalize statistics, when it normalizes
     <out>/runs/<env>/<variant>/seed_<k>.checkpoint/   checkpoints of a run in progress (removed when it is done)
+    <out>/runs/<env>/<variant>/seeds_<k>_<l>.checkpoint/   the same for a batched group of seeds k, l, ...
 """
 
 from __future__ import annotations
@@ -109,16 +110,18 @@ class RunCheckpoints:
         folder = self.folder / str(pointer["folder"])
         return folder if (folder / "state.pkl").is_file() and (folder / "model.zip").is_file() else None
 
-    def save(self, model: Any, env_name: str, state: dict[str, Any]) -> Path:
+    def save(self, model: Any, env_name: str, state: dict[str, Any], timesteps: int | None = None) -> Path:
         """
         Save a checkpoint of ``model`` (with its replay buffer and VecNormalize statistics) and ``state``.
 
         :param model: the algorithm
         :param env_name: rl_zoo3's env name (the folder its continuation reads ``vecnormalize.pkl`` from)
         :param state: picklable state of the run (RNG states, callbacks)
+        :param timesteps: the run's steps (default ``model.num_timesteps``; a batched group's: per agent)
         :return: the checkpoint folder
         """
-        name = f"step_{model.num_timesteps}"
+        timesteps = int(model.num_timesteps if timesteps is None else timesteps)
+        name = f"step_{timesteps}"
         tmp = self.folder / f".{name}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -133,7 +136,7 @@ class RunCheckpoints:
         final = self.folder / name
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
-        write_json_atomic(self.pointer, {"folder": name, "timesteps": int(model.num_timesteps), "pid": os.getpid()})
+        write_json_atomic(self.pointer, {"folder": name, "timesteps": timesteps, "pid": os.getpid()})
         for old in self.folder.iterdir():
             if old.is_dir() and old != final:
                 shutil.rmtree(old, ignore_errors=True)
