@@ -48,7 +48,7 @@ class StudyConfig:
     :param address: address of an existing Ray cluster (``ray`` backend only); ``None`` starts a local Ray
     :param device: torch device of each run
     :param checkpoint_freq: checkpoint each run every this many steps (mid-episode too), so a killed
-        run resumes there (0: never; the batched engine takes no checkpoints)
+        run resumes there (0: never; a batched group: every this many steps of each agent)
     :param engine: ``process`` (each run in its own process) or ``batched`` (the seeds of one env and variant trained
         together in one process, :mod:`sb3_ablation.study.batched`)
     :param progress: show a progress bar
