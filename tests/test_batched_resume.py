@@ -5,6 +5,7 @@ of the whole group, and it starts over from an unusable checkpoint."""
 import json
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -128,7 +129,8 @@ def crash_at_step_250(monkeypatch):
 
 def test_failed_group_resumes_exactly_and_an_unusable_checkpoint_starts_over(tmp_path, crash_at_step_250):
     # a Gaussian actor: its actor_std is logged by every third train() call only (policy_delay 3), so the diagnostics
-    # an evaluator reads next depend on what its agent's logger holds at the checkpoint
+    # an evaluator reads next depend on what its agent's logger holds at the checkpoint (learning_starts 101: the
+    # checkpoint at step 150 follows update 49, and neither it nor update 50 moves the actor)
     variant, delay = "no_deterministic_policy", {"policy_delay": 3, "learning_starts": 101}
     out, reference = tmp_path / "resumed", tmp_path / "whole"
     failed = execute_group(_group(out, variant, **delay))
@@ -144,8 +146,7 @@ def test_failed_group_resumes_exactly_and_an_unusable_checkpoint_starts_over(tmp
     # a copy of the checkpoint whose envs cannot come back to its observations: the group starts over, with a warning
     broken_out = tmp_path / "broken"
     broken = group_checkpoints(_group(broken_out, variant, **delay)["runs"])
-    broken.folder.mkdir(parents=True)
-    subprocess.run(["cp", "-r", str(saved), str(broken.folder)], check=True)
+    shutil.copytree(saved, broken.folder / saved.name)
     broken.pointer.write_text(checkpoints.pointer.read_text())
     with open(saved / "state.pkl", "rb") as file:
         state = pickle.load(file)
