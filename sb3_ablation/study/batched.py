@@ -137,7 +137,7 @@ def execute_group(group: dict[str, Any]) -> list[dict[str, Any]]:
                     raise ValueError("the batched engine runs no zoo callback: entries and no normalize: True")
                 agents.append(model)
                 managers.append(manager)
-                evaluators.append(make_evaluator(task, manager, record))
+                evaluators.append(make_evaluator(task, manager, record, model.gamma))
             batched = BatchedTD3.from_agents(agents, managers[0]._hyperparams)
             evaluations = AgentEvaluations(agents, evaluators)
             batched.learn(records[0]["n_timesteps"], callback=evaluations, **manager_learn_kwargs(managers[0]))
