@@ -115,6 +115,7 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_result(tmp_path):
         assert resumed["status"] == "ok" and resumed["warnings"] == reference["warnings"]
         assert resumed["resumed_from"] == pointer["timesteps"]
         assert resumed["evaluations"] == reference["evaluations"] and resumed["diagnostics"] == reference["diagnostics"]
+        assert resumed["value_episodes"] == reference["value_episodes"]
         assert resumed["evaluations"]["timesteps"] == [0, 400, 800, 1200]
         folder = run_path(killed_out, "Pendulum-v1", "td3", seed).parent
         assert_same_weights(
