@@ -240,3 +240,16 @@ def test_committed_format_2_studies_take_new_seeds_of_format_3(tmp_path, study):
     config = StudyConfig(**{**manifest["config"], "out": str(tmp_path), "seeds": [5, 6, 7, 8, 9], "progress": False})
     extended = open_manifest(config, resolve_hyperparams(config, config.variant_objects), {})
     assert extended["seeds"] == list(range(10)) and extended["settings"] == manifest["settings"]
+
+
+def test_a_checkpoint_of_format_2_is_not_resumed_into_a_format_3_record():
+    env = make_vec_env(lambda: TimeLimit(CountingEnv(), 5), n_envs=1)
+    callback = OverestimationEvalCallback(env, eval_freq=10, n_eval_episodes=1)
+    state = callback.state()
+    callback.set_state(state)  # its own format: restored
+    history_of_format_2 = {key: [] for key in state["history"] if key not in ("overestimation", "value_states")}
+    with pytest.raises(ValueError, match="another record format"):
+        callback.set_state({**state, "history": history_of_format_2})
+    without_summaries = {key: value for key, value in state.items() if key != "value_episodes"}
+    with pytest.raises(ValueError, match="another record format"):
+        callback.set_state(without_summaries)

@@ -260,6 +260,13 @@ class OverestimationEvalCallback(BaseCallback):
         return {key: getattr(self, key) for key in keys}
 
     def set_state(self, state: dict[str, Any]) -> None:
+        """
+        Restore :meth:`state`.
+
+        :raise ValueError: the state is of another record format (its earlier evaluations lack this one's keys)
+        """
+        if set(state.get("history", {})) != set(self.history) or "value_episodes" not in state:
+            raise ValueError("the checkpoint's evaluations are of another record format")
         for key, value in state.items():
             setattr(self, key, value)
 

@@ -490,13 +490,13 @@ def _build_run(
             return model, manager, evaluator, callbacks
         try:
             state = RunCheckpoints.read_state(attempt)
+            evaluator.set_state(state["evaluator"])
             _resume(model, state, episodes)
         except Exception as error:  # an unusable checkpoint: start over rather than fail the run
             warnings.warn(f"checkpoint {attempt} not resumed ({type(error).__name__}: {error}); the run starts over")
             model.get_env().close()
             evaluator.eval_env.close()
             continue
-        evaluator.set_state(state["evaluator"])
         run_warnings.update(dict.fromkeys(state["warnings"]))
         record["resumed_wall_time_s"] = state["wall_time_s"]
         record["resumed_from"] = int(model.num_timesteps)
