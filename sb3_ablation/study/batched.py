@@ -232,7 +232,7 @@ def _build_group(
                 raise ValueError("the batched engine runs no zoo callback: entries and no normalize: True")
             agents.append(model)
             managers.append(manager)
-            evaluators.append(make_evaluator(task, manager, record))
+            evaluators.append(make_evaluator(task, manager, record, model.gamma))
         fresh = BatchedTD3.from_agents(agents, managers[0]._hyperparams)
         evaluations = AgentEvaluations(agents, evaluators)
         checkpointer, episodes = add_checkpointer(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import functools
 import importlib
 import io
 import os
@@ -74,10 +75,28 @@ def _zoo_manager_class() -> type:
         def _save_config(self, saved_hyperparams: dict[str, Any]) -> None:
             pass
 
+        #: T of the evaluation episodes' score (:class:`~sb3_ablation.study.evaluation.ReturnPastTimeLimit`)
+        eval_time_limit: int | None = None
+
         def create_envs(self, n_envs: int, eval_env: bool = False, no_log: bool = False) -> Any:
-            return super().create_envs(n_envs, eval_env=eval_env, no_log=True)  # no Monitor CSV files
+            if not eval_env or self.eval_time_limit is None:
+                return super().create_envs(n_envs, eval_env=eval_env, no_log=True)  # no Monitor CSV files
+            # rl_zoo3 wraps each env it makes in self.env_wrapper (outside Monitor): for the evaluation env that
+            # wrapper is the zoo's one inside ReturnPastTimeLimit
+            zoo_wrapper = self.env_wrapper
+            self.env_wrapper = functools.partial(_wrap_evaluation_env, inner=zoo_wrapper, time_limit=self.eval_time_limit)
+            try:
+                return super().create_envs(n_envs, eval_env=True, no_log=True)
+            finally:
+                self.env_wrapper = zoo_wrapper
 
     return StudyRunManager
+
+
+def _wrap_evaluation_env(env: Any, inner: Any, time_limit: int) -> Any:
+    from sb3_ablation.study.evaluation import ReturnPastTimeLimit
+
+    return ReturnPastTimeLimit(inner(env) if inner is not None else env, time_limit)
 
 
 def make_manager(task: dict[str, Any], trained_agent: str = "") -> Any:
@@ -364,11 +383,11 @@ def try_resume(
         if load is not None:
             model = load(folder)
         _resume(model, state, episodes)
+        checkpointer.resume_from(state)  # raises on an evaluator state of another record format
     except Exception as error:  # an unusable checkpoint: start over rather than fail the run
         warnings.warn(f"checkpoint {folder} not resumed ({type(error).__name__}: {error}); the run starts over")
         close()
         return model, None
-    checkpointer.resume_from(state)
     return model, state
 
 
@@ -437,6 +456,7 @@ def finish_record(record: dict[str, Any], evaluator: Any, run_warnings: dict[str
     """The record with the run's evaluations, diagnostics, warnings and times, ready for JSON."""
     if evaluator is not None:
         record["evaluations"] = evaluator.history
+        record["value_episodes"] = evaluator.value_episodes
         record["diagnostics"] = evaluator.diagnostics
         record["eval_time_s"] = evaluator.eval_time_s
     else:
@@ -461,20 +481,41 @@ def new_record(task: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def make_evaluator(task: dict[str, Any], manager: Any, record: dict[str, Any]) -> Any:
+def evaluation_time_limit(task: dict[str, Any], manager: Any) -> int | None:
+    """
+    ``T``, the step at which an evaluation episode's score ends: the study's ``eval_max_episode_steps``, else the
+    env's own time limit (``max_episode_steps`` of its env_kwargs or of its registration; ``None`` if it has none).
+    """
+    import gymnasium as gym
+
+    return (
+        task.get("eval_max_episode_steps")
+        or manager.env_kwargs.get("max_episode_steps")
+        or gym.spec(manager.env_name.gym_id).max_episode_steps
+    )
+
+
+def make_evaluator(task: dict[str, Any], manager: Any, record: dict[str, Any], gamma: float) -> Any:
     """
     The run's evaluation callback, on an evaluation env as train's EvalCallback gets it (no reward normalization,
-    frozen statistics), with the training env's env_kwargs and the study's cut of episode length; notes the run's
-    ``n_timesteps`` and ``eval_freq`` in ``record``.
+    frozen statistics), with the training env's env_kwargs; its episodes are scored over their first ``T`` steps
+    (:func:`evaluation_time_limit`) and run ``k`` steps further for the returns of the overestimation measure (see
+    :mod:`sb3_ablation.study.evaluation`). Notes the run's ``n_timesteps``, ``eval_freq`` and
+    ``overestimation_method`` in ``record``.
+
+    :param gamma: the model's discount factor (sets ``k``)
     """
-    from sb3_ablation.study.evaluation import OverestimationEvalCallback
+    from sb3_ablation.study.evaluation import OverestimationEvalCallback, overestimation_method, tail_steps
 
     record["n_timesteps"] = manager.n_timesteps
     eval_freq = task["eval_freq"] or max(1, manager.n_timesteps // 20)
     record["eval_freq"] = eval_freq
+    time_limit, tail = evaluation_time_limit(task, manager), tail_steps(gamma)
     manager.eval_env_kwargs = dict(manager.env_kwargs)
-    if task.get("eval_max_episode_steps"):
-        manager.eval_env_kwargs["max_episode_steps"] = task["eval_max_episode_steps"]
+    if time_limit is not None:
+        manager.eval_env_kwargs["max_episode_steps"] = time_limit + (tail or 0)
+        manager.eval_time_limit = time_limit
+    record["overestimation_method"] = overestimation_method(gamma, time_limit)
     n_eval_envs = task.get("eval_envs") or min(task["eval_episodes"], MAX_EVAL_ENVS)
     return OverestimationEvalCallback(
         manager.create_envs(n_eval_envs, eval_env=True), eval_freq, task["eval_episodes"], seed=task["seed"]
@@ -500,7 +541,7 @@ def _build_run(
         set_random_seed(task["seed"])
         manager = make_manager(task, trained_agent=str(attempt / "model.zip") if attempt is not None else "")
         model, _ = manager.setup_experiment()
-        evaluator = make_evaluator(task, manager, record)
+        evaluator = make_evaluator(task, manager, record, model.gamma)
         checkpointer, episodes = add_checkpointer(model, task, checkpoints, str(manager.env_name), evaluator, run_warnings)
         callbacks = [*manager.callbacks, evaluator, *([checkpointer] if checkpointer is not None else [])]
         if attempt is None:

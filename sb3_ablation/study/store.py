@@ -3,7 +3,7 @@
 Layout of a study folder::
 
     <out>/study.json                                  the manifest (settings the folder is tied to)
-    <out>/runs/<env>/<variant>/seed_<k>.json          the run record (format 2, see RUN_FILE_FORMAT)
+    <out>/runs/<env>/<variant>/seed_<k>.json          the run record (format 3, see RUN_FILE_FORMAT)
     <out>/runs/<env>/<variant>/seed_<k>.zip           its final model (``AblatableTD3.load``)
     <out>/runs/<env>/<variant>/seed_<k>_vecnormalize.pkl   its VecNormalize statistics, when it normalizes
     <out>/runs/<env>/<variant>/seed_<k>.checkpoint/   checkpoints of a run in progress (removed when it is done)
@@ -32,8 +32,12 @@ from sb3_ablation.study.config import StudyConfig, StudyError, to_jsonable
 
 MANIFEST_NAME = "study.json"
 MANIFEST_FORMAT = 1
-#: format 2: diagnostics, per-episode returns, warnings, the final model's file name
-RUN_FILE_FORMAT = 2
+#: format 2: diagnostics, per-episode returns, warnings, the final model's file name; format 3: the overestimation
+#: measure with returns past the time limit (``overestimation``, ``value_episodes``, ``overestimation_method``)
+RUN_FILE_FORMAT = 3
+#: run formats whose evaluations are this format's (same episodes, same scores): a study folder pinned to one of them
+#: takes runs of this format (format 3 adds a measure; format 1 was evaluated on other episodes)
+SAME_EVALUATIONS = (2, 3)
 
 
 def safe_name(text: str) -> str:
@@ -211,6 +215,9 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
         except json.JSONDecodeError as error:
             raise StudyError(f"{path} is not a study manifest ({error}); use another --out") from None
         old_pinned = {"settings": manifest.get("settings", {}), "hyperparams": manifest.get("hyperparams", {})}
+        if old_pinned["settings"].get("run_format") in SAME_EVALUATIONS:
+            # e.g. a committed format-2 study takes new seeds of format 3; its manifest keeps the format it was made with
+            old_pinned["settings"] = {**old_pinned["settings"], "run_format": RUN_FILE_FORMAT}
         # per-env settings of envs present in both can conflict; the others belong to one side only
         shared_envs = set(manifest.get("envs", [])) & set(config.envs)
         old_pinned["settings"] = _restrict_env_hyperparams(old_pinned["settings"], shared_envs)
