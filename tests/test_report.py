@@ -330,3 +330,22 @@ def test_report_flags_change_the_plan_and_bad_ones_are_refused(tmp_path, capsys)
     assert "the report uses the defaults below, changed by the report's options." in text
     assert "Changed from the defaults: primary final_window -> auc; secondary ['last', 'auc', 'overestimation'] ->" in text
     assert read_json(tmp_path / "report.json")["plan"]["primary"] == "auc"
+
+
+def test_format_3_records_use_the_overestimation_without_the_time_limit_artifact(tmp_path):
+    write_study(tmp_path, leave_one_out(), seeds=range(5))
+    for path in tmp_path.glob("runs/*/*/seed_*.json"):
+        record = read_json(path)
+        evaluations = record["evaluations"]
+        # the new measure: here 1,000 below the old one, so the report can only show it by reading the new key
+        evaluations["overestimation"] = [None if b is None else b - 1000.0 for b in evaluations["bias"]]
+        evaluations["relative_overestimation"] = [0.1, 0.1, 0.1]
+        evaluations["value_states"] = [10, 10, 10]
+        evaluations["value_episodes"] = [[{"states": 5, "q_sum": 1.0}] for _ in TIMESTEPS]
+        write_json_atomic(path, {**record, "format": 3, "overestimation_method": {"name": "return past the time limit"}})
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert "old measure" not in text and "**Overestimation at the end** (secondary" in text
+    bias_row = table_rows(text, "td3")[3]
+    assert bias_row.startswith("| td3 | 5 | -998.8 [")  # IQM of 1.1, 1.2, 1.3 minus 1,000 (seeds 1-3 of 0-4)
+    run = load_study(tmp_path).runs["Pendulum-v1"]["td3"][0]
+    assert run.value_episodes[0] == [{"states": 5, "q_sum": 1.0}] and "value_episodes" not in run.values

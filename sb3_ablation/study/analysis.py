@@ -53,7 +53,7 @@ def outcome_spec(key: str, plan: AnalysisPlan, new_measure: bool) -> OutcomeSpec
     if key == "auc":
         return OutcomeSpec(
             key, "area under the learning curve", "area under curve",
-            "the mean of the mean returns over all evaluations (the normalised area under the learning curve)", True,
+            "the mean of the mean returns over all evaluations, i.e. the normalised area under the learning curve", True,
         )  # fmt: skip
     if new_measure:
         return OutcomeSpec(
@@ -192,7 +192,11 @@ def _env_margin(data: StudyData, env: str, baseline: str, plan: AnalysisPlan, sp
         trained = float(np.mean([run_outcome(run, spec.key, plan) for run in runs]))
         margin = plan.margin_fraction * abs(trained - untrained)
         return margin, f"{share} of {baseline}'s improvement over the untrained policy ({untrained:,.1f} -> {trained:,.1f})"
-    level = np.nanmean([abs(run.final("mean_discounted_return")) for run in runs])
+    levels = [abs(run.final("mean_discounted_return")) for run in runs]
+    levels = [level for level in levels if math.isfinite(level)]
+    if not levels:
+        return math.nan, "no discounted return recorded: no margin"
+    level = float(np.mean(levels))
     return plan.margin_fraction * float(level), f"{share} of {baseline}'s mean |discounted return| at the end ({level:,.1f})"
 
 
@@ -432,7 +436,7 @@ def summary_across_tasks(model: ReportModel) -> list[str]:
     tests = across.sign_tests
     lines = [
         f"- Sign test per component over all seed pairs of {len(across.envs)} envs (exact binomial, Holm over "
-        f"{len(tests)} components), pairs in which the variant's {_primary_name(model)} is higher than "
+        f"{len(tests)} components), pairs in which the variant's {primary_name(model)} is higher than "
         f"{model.baseline}'s: "
         + "; ".join(
             f"{t.variant} {t.higher} of {t.higher + t.lower} (p {fmt_p(t.p_raw)}, Holm {fmt_p(t.p_adjusted)})" for t in tests
@@ -465,7 +469,7 @@ def summary_across_tasks(model: ReportModel) -> list[str]:
     return [*lines, ""]
 
 
-def _primary_name(model: ReportModel) -> str:
+def primary_name(model: ReportModel) -> str:
     names = [e.outcome(model.plan.primary).outcome.name for e in model.envs if e.outcome(model.plan.primary)]
     return names[0] if names else model.plan.primary
 

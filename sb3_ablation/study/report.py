@@ -36,6 +36,7 @@ from sb3_ablation.study.analysis import (
     fmt_p,
     model_json,
     outcome_values,
+    primary_name,
     summary_across_tasks,
     summary_per_task,
 )
@@ -447,7 +448,7 @@ def _aggregate_section(model: ReportModel, data: StudyData, colors: dict[str, An
         ]
     plan, baseline = model.plan, model.baseline
     lines += [
-        f"The primary outcome ({plan.primary}) of the seeds every variant finished on every env ({len(across.seeds)}: "
+        f"The primary outcome ({primary_name(model)}) of the seeds every variant finished on every env ({len(across.seeds)}: "
         f"{', '.join(map(str, across.seeds))}), normalized per env; a seed's paired difference is its normalized "
         "difference averaged over the envs.",
         "",
