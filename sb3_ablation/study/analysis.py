@@ -409,7 +409,8 @@ def summary_per_task(model: ReportModel) -> list[str]:
         lines.append(
             f"- **{e.env}**, {primary.outcome.name} ({_plural(len(e.window), 'evaluation')}: steps "
             f"{e.window[0]:,}-{e.window[-1]:,} of {e.training_steps:,}), n = {'/'.join(map(str, n))} seed pairs, "
-            f"family of {family}, alpha = {model.plan.alpha:g}, equivalence margin ±{fmt(primary.margin)} "
+            + (f"family of {family}" if family else f"no test (fewer than {MIN_RUNS} pairs)")
+            + f", alpha = {model.plan.alpha:g}, equivalence margin ±{fmt(primary.margin)} "
             f"({primary.margin_how}):"
         )
         lines += [f"  - {line}" for line in verdict_lines(primary.comparisons)]
