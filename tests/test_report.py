@@ -78,49 +78,88 @@ def table_rows(text, variant):
     return [line for line in text.splitlines() if line.startswith(f"| {variant} |")]
 
 
-def test_fewer_than_five_seeds_make_no_significance_claim(tmp_path):
+def test_fewer_than_five_seeds_make_no_claim(tmp_path):
     write_study(tmp_path, leave_one_out(), seeds=[0, 1])
     text = write_report(tmp_path, reps=REPS).read_text()
-    assert "significant |" not in text and "**yes**" not in text and "significantly" not in text
-    assert "No significance claim where a variant has fewer than 5 runs" in text
+    assert "**differs** (paired" not in text and "**equivalent** (" not in text and "no effect" not in text
+    assert "No claim where a variant has fewer than 5 runs" in text and "every comparison is `unresolved`" in text
     assert f"cannot go below p = {min_permutation_p(2, 2):.2g}" in text and min_permutation_p(2, 2) == pytest.approx(1 / 3)
     # per-seed values and per-seed differences instead: -1500 - (-150) = -1350 on seed 0, -1493 - (-153) = -1340 on 1
-    return_row, bias_row = table_rows(text, "no_replay_buffer")
+    return_row, last_row, _, bias_row = table_rows(text, "no_replay_buffer")
     assert "s0: -1,500.0, s1: -1,493.0" in return_row and "s0: -1,350.0, s1: -1,340.0" in return_row
-    assert "| -1,345.0 |" in return_row
-    assert "s0: 199.0, s1: 199.9" in bias_row
-    assert "(descriptive, no claim)" in text and "[" not in return_row
+    assert "| -1,345.0 |" in return_row and return_row.replace(" off: replay_buffer |", "") == last_row  # one evaluation
+    assert "s0: 199.0, s1: 199.9" in bias_row and "[" not in return_row
+    assert "**unresolved**, no test (n = 2 < 5 pairs: no test): no_replay_buffer, no_clipped_double_q." in text
+    report = read_json(tmp_path / "report.json")
+    entry = report["envs"]["Pendulum-v1"]["outcomes"]["final_window"]["variants"]["no_replay_buffer"]
+    assert entry["verdict"] == "unresolved" and entry["p_raw"] is None and entry["n"] == 2
 
 
-def test_five_seeds_with_a_clear_effect_are_flagged_and_every_figure_is_written(tmp_path):
+def test_five_seeds_with_a_clear_effect_differ_and_every_figure_is_written(tmp_path):
     envs = ("Pendulum-v1", "MountainCarContinuous-v0")
     write_study(tmp_path, {**leave_one_out(envs[0]), **leave_one_out(envs[1])}, seeds=range(5))
     text = write_report(tmp_path, reps=REPS).read_text()
-    assert "No significance claim" not in text
+    assert "No claim where" not in text
     pendulum = text.split("## MountainCarContinuous-v0")[0]
-    worse_return, worse_bias = table_rows(pendulum, "no_replay_buffer")
-    same_return, same_bias = table_rows(pendulum, "no_clipped_double_q")
-    assert worse_return.endswith("| **yes** |") and worse_bias.endswith("| **yes** |")
-    assert same_return.endswith("| no |") and same_bias.endswith("| no |")
-    # the claims in the summary name their method and the sample size
+    worse = table_rows(pendulum, "no_replay_buffer")
+    same = table_rows(pendulum, "no_clipped_double_q")
+    assert len(worse) == len(same) == 4  # primary, last evaluation, area under the curve, overestimation
+    assert all("| **differs** (paired t, Holm) |" in row for row in worse)
+    # the same return within ±1: equivalent within the margin (10% of td3's improvement of 100 over step 0 = ±10);
+    # the same overestimation, but its margin (10% of a discounted return of 0) is 0: nothing can be shown equivalent
+    assert all("| **equivalent** (TOST, Holm) |" in row for row in same[:3]) and "| unresolved |" in same[3]
+    assert "±10.0 (10% of td3's improvement over the untrained policy" in pendulum
+    # the generated findings name the test, n, the family and both p-values
     assert re.search(
-        r"\*\*switching off replay_buffer\*\* lowered the IQM final return by 1,3\d\d\.\d \(\[.*\], difference of IQMs, "
-        rf"95% CI from {REPS} independent stratified-bootstrap resamples, n = 5 vs 5 seeds; paired: .*Student-t",
+        r"n = 5 seed pairs, family of 2, alpha = 0.05, equivalence margin ±10.0 .*\n  - \*\*differs\*\* \(paired "
+        r"t-test, Holm\): no_replay_buffer -1,3\d\d\.\d \[.*\], p < 0.001, Holm < 0.001\.",
         pendulum,
     )
-    assert "**switching off replay_buffer** raised the IQM overestimation at the end of training by" in pendulum
-    assert "No significant difference in the final return" in pendulum and "no_clipped_double_q (Δ IQM" in pendulum
-    # across envs: flagged as well, in both normalizations
-    assert "### Min/max-normalized score" in text and "### Reference-normalized score" in text
-    assert [row.endswith("| **yes** |") for row in table_rows(text.split("## Across")[1], "no_replay_buffer")] == [True, True]
+    # across envs: both normalizations side by side, and the sign test over all 10 seed pairs
+    assert "### Aggregate under both normalizations" in text and "reference: paired Δ" in text
+    across = text.split("## Across")[1]
+    assert table_rows(across, "no_replay_buffer")[1].count("**differs**") == 2
+    assert table_rows(across, "no_replay_buffer")[0].startswith("| no_replay_buffer | 0 | 10 | 0 | 0.002 |")
+
+    report = read_json(tmp_path / "report.json")
+    for env in envs:
+        for outcome in ("final_window", "last", "auc", "overestimation"):
+            for variant in ("no_replay_buffer", "no_clipped_double_q"):
+                entry = report["envs"][env]["outcomes"][outcome]["variants"][variant]
+                assert {"verdict", "effect", "ci", "p_raw", "p_adjusted", "mde", "seeds_needed"} <= set(entry)
+    assert report["envs"][envs[0]]["outcomes"]["final_window"]["variants"]["no_replay_buffer"]["verdict"] == "differs"
 
     names = {path.name for path in (tmp_path / "figures").glob("*.png")}
-    per_env = ("learning_curves", "overestimation", "performance_profile", "final_return_ci")
+    per_env = ("learning_curves", "overestimation", "performance_profile", "primary_ci")
     aggregate = ("normalized_score", "normalized_score_reference", "performance_profile", "learning_curves")
     expected = {f"{env}_{kind}.png" for env in envs for kind in per_env} | {f"aggregate_{kind}.png" for kind in aggregate}
     assert names == expected
     assert all(f"(figures/{name})" in text for name in expected)
     assert not list(tmp_path.glob("**/*.tmp*"))
+
+
+def test_a_component_with_opposite_real_effects_is_task_dependent(tmp_path):
+    envs = ("Pendulum-v1", "MountainCarContinuous-v0")
+    finals = {**leave_one_out(envs[0]), **leave_one_out(envs[1])}
+    finals[(envs[1], "no_replay_buffer")] = lambda seed: (-150.0 - 3 * seed + 400 + seed, 1.0)  # better there
+    write_study(tmp_path, finals, seeds=range(5))
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert re.search(
+        r"\*\*Task-dependent\*\* .*: no_replay_buffer \(Pendulum-v1 -1,3\d\d\.\d, MountainCarContinuous-v0 40\d", text
+    )
+    assert read_json(tmp_path / "report.json")["across_envs"]["sign_tests"]["no_replay_buffer"]["task_dependent"]
+
+
+def test_the_report_follows_the_declared_plan_and_says_when_flags_change_it(tmp_path):
+    write_study(tmp_path, leave_one_out(), seeds=range(5))
+    manifest = read_json(tmp_path / "study.json")
+    write_json_atomic(tmp_path / "study.json", {**manifest, "analysis": {"primary": "last", "alpha": 0.01}})
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert "The study declared its plan in `study.json`; the report follows it." in text
+    assert "- Primary outcome: **return at the last evaluation**" in text and "alpha = 0.01" in text
+    text = write_report(tmp_path, reps=REPS, alpha=0.05, margins={"Pendulum-v1": 3.0}).read_text()
+    assert "**the plan used here differs from it**: alpha 0.01 -> 0.05; margins {} -> {'Pendulum-v1': 3.0}." in text
+    assert "Pendulum-v1 ±3.0 (set by the plan)" in text
 
 
 def test_paired_difference_is_the_mean_of_per_seed_differences():
@@ -240,7 +279,7 @@ def test_header_gives_each_envs_training_steps_and_the_studys_overrides(tmp_path
     text = write_report(tmp_path, reps=REPS).read_text()
     assert "training steps: Pendulum-v1 20,000, MountainCarContinuous-v0 5,000;" in text
     assert "with policy_kwargs: dict(net_arch=[64, 64]), gamma (MountainCarContinuous-v0): 0.9;" in text
-    assert "with 1 run per variant:" in text
+    assert "(here 1 run per variant)" in text
 
 
 def test_a_panel_with_one_diverging_curve_gets_a_symlog_axis_and_an_ordinary_one_does_not():
@@ -256,3 +295,57 @@ def test_a_panel_with_one_diverging_curve_gets_a_symlog_axis_and_an_ordinary_one
     assert _symlog_threshold(ordinary) is None
     diverging = Panel("bias", "Q - return", {"td3": curve(30.0), "a": curve(50.0), "b": curve(1e6)})
     assert _symlog_threshold(diverging) == 50.0  # the median reach: linear where the ordinary curves are
+
+
+def test_a_plan_in_the_study_file_is_validated_and_stored_as_declared(tmp_path):
+    from sb3_ablation.study.config import StudyConfig, StudyError
+    from sb3_ablation.study.store import open_manifest
+
+    with pytest.raises(StudyError, match=r"^analysis: alpha must be a number in \(0, 0.5\], got 2$"):
+        StudyConfig(envs=["Pendulum-v1"], variants=["td3"], seeds=[0, 1], out=str(tmp_path), analysis={"alpha": 2})
+    with pytest.raises(StudyError, match=r"^analysis: unknown outcome 'median'"):
+        StudyConfig(envs=["Pendulum-v1"], variants=["td3"], seeds=[0, 1], out=str(tmp_path), analysis={"primary": "median"})
+    config = StudyConfig(
+        envs=["Pendulum-v1"], variants=["td3"], seeds=[0, 1], out=str(tmp_path), analysis={"primary": "auc", "alpha": 0.1}
+    )
+    open_manifest(config, {}, {})
+    declared = read_json(tmp_path / "study.json")["analysis"]
+    assert declared["primary"] == "auc" and declared["alpha"] == 0.1 and declared["secondary"] == ["last", "overestimation"]
+    # a later invocation with another plan does not overwrite the declared one
+    config.analysis = {**declared, "alpha": 0.2}
+    open_manifest(config, {}, {})
+    assert read_json(tmp_path / "study.json")["analysis"]["alpha"] == 0.1
+
+
+def test_report_flags_change_the_plan_and_bad_ones_are_refused(tmp_path, capsys):
+    from sb3_ablation.study.cli import report_main
+
+    write_study(tmp_path, leave_one_out(), seeds=range(5))
+    assert report_main([str(tmp_path), "--reps", "100", "--margin", "Pendulum-v1=abc"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "sb3-ablation report: --margin 'Pendulum-v1=abc': expected ENV=VALUE with a number, e.g. Pendulum-v1=50"
+    )
+    assert report_main([str(tmp_path), "--reps", "100", "--primary", "auc", "--alpha", "0.1"]) == 0
+    text = (tmp_path / "report.md").read_text()
+    assert "the report uses the defaults below, changed by the report's options." in text
+    assert "Changed from the defaults: primary final_window -> auc; secondary ['last', 'auc', 'overestimation'] ->" in text
+    assert read_json(tmp_path / "report.json")["plan"]["primary"] == "auc"
+
+
+def test_format_3_records_use_the_overestimation_without_the_time_limit_artifact(tmp_path):
+    write_study(tmp_path, leave_one_out(), seeds=range(5))
+    for path in tmp_path.glob("runs/*/*/seed_*.json"):
+        record = read_json(path)
+        evaluations = record["evaluations"]
+        # the new measure: here 1,000 below the old one, so the report can only show it by reading the new key
+        evaluations["overestimation"] = [None if b is None else b - 1000.0 for b in evaluations["bias"]]
+        evaluations["relative_overestimation"] = [0.1, 0.1, 0.1]
+        evaluations["value_states"] = [10, 10, 10]
+        evaluations["value_episodes"] = [[{"states": 5, "q_sum": 1.0}] for _ in TIMESTEPS]
+        write_json_atomic(path, {**record, "format": 3, "overestimation_method": {"name": "return past the time limit"}})
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert "old measure" not in text and "**Overestimation at the end** (secondary" in text
+    bias_row = table_rows(text, "td3")[3]
+    assert bias_row.startswith("| td3 | 5 | -998.8 [")  # IQM of 1.1, 1.2, 1.3 minus 1,000 (seeds 1-3 of 0-4)
+    run = load_study(tmp_path).runs["Pendulum-v1"]["td3"][0]
+    assert run.value_episodes[0] == [{"states": 5, "q_sum": 1.0}] and "value_episodes" not in run.values

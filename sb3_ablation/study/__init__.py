@@ -7,5 +7,8 @@
   :mod:`~sb3_ablation.study.backends` (worker processes or Ray) and :mod:`~sb3_ablation.study.runner` (the driver);
 - store: :mod:`~sb3_ablation.study.store` (run records, final models, checkpoints, the manifest, the folder lock;
   every file goes through :mod:`sb3_ablation.common.io`'s atomic writes);
-- analyse: :mod:`~sb3_ablation.study.report` (results, statistics, figures, the report).
+- analyse: :mod:`~sb3_ablation.study.plan` (the declared analysis plan), :mod:`~sb3_ablation.study.results` (records
+  to arrays), :mod:`~sb3_ablation.study.inference` (verdicts of a family of paired comparisons),
+  :mod:`~sb3_ablation.study.statistics` (IQMs and bootstrap CIs), :mod:`~sb3_ablation.study.analysis` (the report
+  model) and :mod:`~sb3_ablation.study.report` with :mod:`~sb3_ablation.study.figures` (markdown, JSON, figures).
 """

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sb3_ablation.study.config import BACKENDS, StudyConfig, StudyError, load_config_file
+from sb3_ablation.study.plan import OUTCOMES, PlanError, parse_margins
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -132,10 +133,10 @@ def _run(config: StudyConfig, write_report_after: bool) -> int:
     return EXIT_RUNS_FAILED if result.failed else EXIT_OK
 
 
-def _report(out: str, reps: int | None = None, seed: int | None = None) -> Path:
+def _report(out: str, reps: int | None = None, seed: int | None = None, **plan_changes) -> Path:
     from sb3_ablation.study.report import DEFAULT_REPS, DEFAULT_SEED, write_report
 
-    path = write_report(out, reps=reps or DEFAULT_REPS, seed=DEFAULT_SEED if seed is None else seed)
+    path = write_report(out, reps=reps or DEFAULT_REPS, seed=DEFAULT_SEED if seed is None else seed, **plan_changes)
     print(f"report: {path} (figures in {path.parent / 'figures'})")
     return path
 
@@ -157,13 +158,24 @@ def report_main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", help="the study's output folder")
     parser.add_argument("--reps", type=int, help="bootstrap resamples (default: 10000)")
     parser.add_argument("--seed", type=int, help="bootstrap seed (default: 0)")
+    # the analysis plan: the report says where these change the plan the study declared
+    parser.add_argument("--primary", choices=OUTCOMES, help="primary outcome (default: the study's plan, final_window)")
+    parser.add_argument("--secondary", nargs="*", choices=OUTCOMES, help="secondary outcomes")
+    parser.add_argument("--alpha", type=float, help="family-wise level (default: the study's plan, 0.05)")
+    parser.add_argument("--power", type=float, help="power of the minimum detectable effect (default: 0.8)")
+    parser.add_argument("--final-fraction", type=float, help="share of training the primary outcome averages (0.1)")
+    parser.add_argument("--margin", action="append", metavar="ENV=VALUE", help="equivalence margin of an env (repeatable)")
     args = parser.parse_args(argv)
     if args.reps is not None and args.reps < 100:
         print(f"sb3-ablation report: --reps must be at least 100, got {args.reps}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        _report(args.out, args.reps, args.seed)
-    except StudyError as error:
+        plan = {
+            "primary": args.primary, "secondary": args.secondary, "alpha": args.alpha, "power": args.power,
+            "final_fraction": args.final_fraction, "margins": parse_margins(args.margin) or None,
+        }  # fmt: skip
+        _report(args.out, args.reps, args.seed, **plan)
+    except (StudyError, PlanError) as error:
         print(f"sb3-ablation report: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_OK

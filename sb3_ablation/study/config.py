@@ -51,6 +51,8 @@ class StudyConfig:
         run resumes there (0: never; a batched group: every this many steps of each agent)
     :param engine: ``process`` (each run in its own process) or ``batched`` (the seeds of one env and variant trained
         together in one process, :mod:`sb3_ablation.study.batched`)
+    :param analysis: the analysis plan of the report (see :class:`~sb3_ablation.study.plan.AnalysisPlan`; empty: the
+        defaults)
     :param progress: show a progress bar
     """
 
@@ -70,6 +72,7 @@ class StudyConfig:
     device: str = "cpu"
     checkpoint_freq: int = DEFAULT_CHECKPOINT_FREQ
     engine: str = "process"
+    analysis: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -106,6 +109,12 @@ class StudyConfig:
         unknown = sorted(set(self.env_hyperparams) - set(self.envs))
         if unknown:
             raise StudyError(f"env_hyperparams names envs that are not in the study: {', '.join(unknown)}")
+        from sb3_ablation.study.plan import AnalysisPlan, PlanError
+
+        try:
+            self.analysis = AnalysisPlan.from_dict(self.analysis).to_dict()
+        except (PlanError, TypeError) as error:
+            raise StudyError(str(error)) from None
 
     @property
     def variant_objects(self) -> list[Variant]:

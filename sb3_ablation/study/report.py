@@ -1,18 +1,17 @@
-"""The report of a study: ``<out>/report.md`` and its PNG figures in ``<out>/figures/``.
+"""The report of a study: ``<out>/report.md``, ``<out>/report.json`` and the PNG figures in ``<out>/figures/``.
 
-The analysis reads in four steps: :mod:`~sb3_ablation.study.results` loads the runs into arrays,
-:mod:`~sb3_ablation.study.statistics` estimates and compares, :mod:`~sb3_ablation.study.figures` draws, and this
-module writes the markdown.
+Compute, then render: :func:`~sb3_ablation.study.analysis.build_model` computes every estimate and verdict under the
+study's analysis plan (:mod:`~sb3_ablation.study.plan`) into a report model, and this module renders the model as
+markdown, figures (:mod:`~sb3_ablation.study.figures`) and JSON.
 
-Two outcomes per run, treated alike: the **final return** (the mean return of the last evaluation, deterministic
-episodes at the end of training) and the **overestimation at the end** (critic 1's Q(s, a) minus the discounted return
-actually obtained, at the last evaluation, as in Fig. 1 of the TD3 paper). Each claim in the report names its method
-next to it. With fewer than :data:`~sb3_ablation.study.statistics.MIN_RUNS` runs per variant the report makes no
-claim: it shows per-seed values and per-seed differences and says why.
-
-The across-env aggregate uses min/max-normalized scores (the lowest and highest final return of any run of the study
-on that env), and in addition scores normalized between a random policy and rl-zoo's TD3 when every env has such
-reference scores.
+Each comparison of a variant with the baseline gets one of three verdicts, with the test named next to it: ``differs``
+(paired t-test, Holm-corrected within its family), ``equivalent`` (two one-sided tests for the plan's margin, Holm
+as well) or ``unresolved`` (with the minimum detectable effect at 80% power and the seeds that would detect the observed
+effect). IQMs with stratified-bootstrap CIs (rliable) are effect sizes, not corrected for multiple comparisons. With
+fewer than :data:`~sb3_ablation.study.statistics.MIN_RUNS` seed pairs there is no test: the tables show per-seed
+values and per-seed differences and say why. Across envs: a sign test per component over all seed pairs, the
+aggregate under min/max and reference normalization side by side, and components whose effects change sign between
+envs named task-dependent.
 """
 
 from __future__ import annotations
@@ -21,13 +20,26 @@ import dataclasses
 import math
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sb3_ablation.common.io import write_text_atomic
+from sb3_ablation.common.io import write_json_atomic, write_text_atomic
+from sb3_ablation.study.analysis import (
+    OLD_MEASURE,
+    AcrossTasks,
+    EnvResult,
+    OutcomeResult,
+    ReportModel,
+    build_model,
+    fmt_p,
+    model_json,
+    outcome_values,
+    primary_name,
+    summary_across_tasks,
+    summary_per_task,
+)
 from sb3_ablation.study.figures import (
     CurveEstimate,
     Panel,
@@ -36,6 +48,8 @@ from sb3_ablation.study.figures import (
     plot_intervals,
     plot_performance_profiles,
 )
+from sb3_ablation.study.inference import DIFFERS, EQUIVALENT
+from sb3_ablation.study.plan import AnalysisPlan
 from sb3_ablation.study.results import DIAGNOSTICS, StudyData, aligned_curves, load_study
 from sb3_ablation.study.statistics import (
     CURVE_REPS,
@@ -44,18 +58,14 @@ from sb3_ablation.study.statistics import (
     MIN_RUNS,
     REFERENCE_SCORES,
     VariantStats,
-    common_seeds,
     curve_estimates,
-    env_reference,
     min_permutation_p,
-    normalization_bounds,
     normalize,
     normalized_scores,
     outcome_statistics,
     performance_profile,
 )
 from sb3_ablation.study.store import safe_name
-from sb3_ablation.study.variants import parse_variant
 
 # the names this module had before the analysis was split, kept importable from here
 final_return_statistics = outcome_statistics
@@ -64,13 +74,17 @@ __all__ = [
     "DEFAULT_SEED",
     "REFERENCE_SCORES",
     "final_return_statistics",
+    "findings_markdown",
+    "findings_parts",
     "load_study",
     "normalized_scores",
+    "study_model",
     "write_report",
 ]
 
 MAX_CURVES = 12
 PROFILE_POINTS = 101
+FINDINGS_START, FINDINGS_END = "<!-- generated:findings:start -->", "<!-- generated:findings:end -->"
 
 # what each diagnostic of a format-2 record is, for the panel titles (contracts: means over the training steps
 # between two evaluations)
@@ -81,20 +95,7 @@ DIAGNOSTIC_LABELS = {
     "td_error": ("TD error mean |Q1(s, a) - y|", "Q value"),
     "actor_std": ("Gaussian actor: mean pre-tanh std", "standard deviation"),
 }
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A measured outcome of a run, compared between variants the same way."""
-
-    metric: str  # the evaluation key in the run record
-    name: str  # as in "the IQM <name>"
-    short: str  # table header
-    show_poi: bool  # P(variant > baseline) is meaningful (higher is better)
-
-
-FINAL_RETURN = Outcome("mean_return", "final return", "final return", show_poi=True)
-OVERESTIMATION = Outcome("bias", "overestimation at the end of training", "overestimation at end", show_poi=False)
+VERDICT_CELLS = {DIFFERS: "**differs** (paired t, Holm)", EQUIVALENT: "**equivalent** (TOST, Holm)"}
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -167,82 +168,69 @@ def paired_method(n: int) -> str:
     return f"mean of {n} per-seed differences, 95% Student-t interval"
 
 
-def _what_changed(variant: str) -> str:
-    """How a variant reads in a sentence: 'switching off clipped_double_q', 'ref_sb3_td3', ..."""
-    try:
-        parsed = parse_variant(variant)
-    except ValueError:
-        return variant
-    if parsed.is_reference:
-        return parsed.describe()
-    if variant.startswith("no_"):
-        return "switching off " + " and ".join(part[3:] for part in variant.split("+"))
-    return f"{variant} ({parsed.describe()})"
-
-
 def _describe(variant: str) -> str:
+    from sb3_ablation.study.variants import parse_variant
+
     try:
         return parse_variant(variant).describe()
     except ValueError:
         return ""
 
 
-def supports_claims(stats: dict[str, VariantStats], baseline: str | None) -> bool:
-    """
-    A table with intervals and a significance column: the baseline has enough runs, and so has at least one other
-    variant (if there is one). Otherwise per-seed values only.
-    """
-    if baseline not in stats or stats[baseline].n_runs < stats[baseline].min_runs:
-        return False
-    others = [s for s in stats.values() if s.variant != baseline]
-    return not others or any(s.supports_claims for s in others)
+def too_few_runs_note(stats: dict[str, VariantStats], baseline: str | None) -> str:
+    """Why a section has no intervals and no verdict other than 'unresolved'."""
+    n = min(s.n_runs for s in stats.values())
+    base_n = stats[baseline].n_runs if baseline in stats else n
+    counts = _seed_counts(stats)
+    return (
+        f"**No claim where a variant has fewer than {MIN_RUNS} runs** "
+        f"(here {counts} run{'' if counts == '1' else 's'} per variant): every comparison is `unresolved`, untested. "
+        f"A bootstrap of {_plural(n, 'value')} is no confidence interval, a t-test on so few pairs rests on an "
+        f"assumption it cannot check, and an exact permutation test on {base_n} against {_plural(n, 'run')} cannot go "
+        f"below p = {min_permutation_p(base_n, n):.2g}, before any correction for the comparisons of a family. "
+        "The tables show each seed's value and each seed's difference to the baseline (the runs of a seed share "
+        "initial weights and evaluation episodes); read them as a description of these runs, not as evidence. "
+        f"Run at least {MIN_RUNS} seeds for intervals and tests."
+    )
 
 
-# ----------------------------------------------------------------------------------------------------------------------
-# Tables and summaries
-# ----------------------------------------------------------------------------------------------------------------------
-
-
-def outcome_table(
-    outcome: Outcome, stats: dict[str, VariantStats], baseline: str | None, digits: int = 1, what=True
-) -> list[str]:
+def outcome_table(result: OutcomeResult, baseline: str | None, digits: int = 1, what: bool = True) -> list[str]:
     """
-    The table of one outcome. With enough runs: IQM and mean with CIs, Δ IQM with its CI, the paired difference with
-    its t-interval, P(> baseline) and the significance decision. With too few: each seed's value and each seed's
-    difference to the baseline, no interval and no significance column.
+    The table of one outcome. With enough runs: IQM with its bootstrap CI (not corrected), the paired difference with
+    its t-interval, raw and Holm-adjusted p, the verdict with its test, the minimum detectable effect and the seeds
+    needed. With too few: each seed's value and each seed's difference to the baseline.
     """
+    stats, comparisons = result.stats, result.comparisons
     first = "| variant | what it is | runs |" if what else "| variant | runs |"
     rule = "|---|---|---:|" if what else "|---|---:|"
-    if supports_claims(stats, baseline):
-        header = (
-            f"{first} IQM {outcome.short} [95% CI] | mean [95% CI] | Δ IQM vs {baseline} [95% CI] | "
-            f"paired Δ vs {baseline} [95% t-interval] |" + (f" P(> {baseline}) [95% CI] |" if outcome.show_poi else "")
-        )
-        lines = [header + " significant |", rule + "---:|---:|---:|---:|" + ("---:|" if outcome.show_poi else "") + ":---:|"]
+    tested = any(not c.reason for c in comparisons.values())
+    if tested:
+        lines = [
+            f"{first} IQM [95% bootstrap CI, not corrected] | paired Δ vs {baseline} [95% t CI] | p | p Holm | "
+            "verdict | MDE (80% power) | seeds needed |",
+            rule + "---:|---:|---:|---:|:---|---:|---:|",
+        ]
     else:
-        header = f"{first} {outcome.short} per seed | mean | Δ vs {baseline} per seed | mean of per-seed Δ |"
-        lines = [header, rule + "---|---:|---|---:|"]
+        lines = [f"{first} per seed | mean | Δ vs {baseline} per seed | mean of per-seed Δ |", rule + "---|---:|---|---:|"]
     for variant, s in stats.items():
         cells = [variant, *([_describe(variant)] if what else []), str(s.n_runs)]
-        if supports_claims(stats, baseline):
-            too_few = f"n/a (n = {s.n_runs} < {s.min_runs})"
-            cells += [
-                f"{_fmt(s.iqm, digits)}{_fmt_ci(s.iqm_ci, digits)}" if s.iqm_ci else f"{_fmt(s.iqm, digits)}, {too_few}",
-                f"{_fmt(s.mean, digits)}{_fmt_ci(s.mean_ci, digits)}",
-            ]
-            if variant == baseline:
-                cells += ["—"] * (4 if outcome.show_poi else 3)
-            elif not s.supports_claims:
-                cells += [_fmt(s.diff, digits), _fmt(s.paired_diff, digits)]
-                cells += ["n/a"] if outcome.show_poi else []
-                cells += [f"no claim (n = {min(s.n_runs, s.baseline_runs)} < {s.min_runs})"]
+        c = comparisons.get(variant)
+        if tested:
+            cells.append(f"{_fmt(s.iqm, digits)}{_fmt_ci(s.iqm_ci, digits)}")
+            if variant == baseline or c is None:
+                cells += ["—"] * 6
+            elif c.reason:
+                cells += [_fmt(c.effect, digits), "n/a", "n/a", f"unresolved ({c.reason})", "n/a", "n/a"]
             else:
+                needed = str(c.seeds_needed) if c.seeds_needed else "> 1,000"
                 cells += [
-                    f"{_fmt(s.diff, digits)}{_fmt_ci(s.diff_ci, digits)}",
-                    f"{_fmt(s.paired_diff, digits)}{_fmt_ci(s.paired_ci, digits)} (n = {len(s.paired_diffs)})",
+                    f"{_fmt(c.effect, digits)}{_fmt_ci(c.ci, digits)} (n = {c.n})",
+                    fmt_p(c.p_raw),
+                    fmt_p(c.p_adjusted),
+                    VERDICT_CELLS.get(c.verdict, "unresolved"),
+                    _fmt(c.mde, digits),
+                    "—" if c.verdict != "unresolved" else needed,
                 ]
-                cells += [f"{_fmt(s.poi, 2)}{_fmt_ci(s.poi_ci, 2)}"] if outcome.show_poi else []
-                cells += ["**yes**" if s.significant else "no"]
         else:
             cells += [_per_seed(s.seeds, s.per_seed, digits), _fmt(s.mean, digits)]
             if variant == baseline or s.diff is None:
@@ -253,91 +241,85 @@ def outcome_table(
     return [*lines, ""]
 
 
-def outcome_summary(outcome: Outcome, stats: dict[str, VariantStats], baseline: str, reps: int) -> list[str]:
-    """Generated bullet points on one outcome: which differences to the baseline are real, each with its method."""
-    others = [s for s in stats.values() if s.variant != baseline and s.diff is not None]
-    base = stats[baseline]
-    lines = []
-    if outcome is OVERESTIMATION:
-        level = f"{_fmt(base.iqm)}{_fmt_ci(base.iqm_ci)}" if base.iqm_ci else _fmt(base.iqm)
-        method = bootstrap_method(reps, base.n_runs) if base.iqm_ci else f"IQM of {_plural(base.n_runs, 'run')}, no CI"
-        lines.append(
-            f"- Overestimation at the end of training (Q1(s, a) minus the discounted return) of {baseline}: {level} "
-            f"({method})."
-        )
-    if not any(s.supports_claims for s in others):
-        ranked = sorted(others, key=lambda s: -abs(s.paired_diff if s.paired_diff is not None else 0.0))
-        if ranked:
-            items = "; ".join(
-                f"{s.variant} {_fmt(s.paired_diff)} ({_per_seed(s.paired_seeds, s.paired_diffs)})" for s in ranked
-            )
-            lines.append(
-                f"- {outcome.name.capitalize()}, mean of per-seed differences to {baseline} (descriptive, no claim): {items}."
-            )
-        return lines
-    claimed = [s for s in others if s.supports_claims]
-    for s in sorted((s for s in claimed if s.significant), key=lambda s: s.diff):
-        verb = "raised" if s.diff > 0 else "lowered"
-        paired = (
-            f"paired: {_fmt(s.paired_diff)}{_fmt_ci(s.paired_ci)}, {paired_method(len(s.paired_diffs))}"
-            if s.paired_ci
-            else "no paired interval"
-        )
-        poi = f"; P({s.variant} > {baseline}) = {_fmt(s.poi, 2)}" if outcome.show_poi else ""
-        lines.append(
-            f"- **{_what_changed(s.variant)}** {verb} the IQM {outcome.name} by {_fmt(abs(s.diff))} "
-            f"({_fmt_ci(s.diff_ci).strip()}, {difference_method(reps, s.n_runs, s.baseline_runs)}; {paired}{poi})."
-        )
-    neutral = [s for s in claimed if not s.significant]
-    if neutral:
-        names = ", ".join(f"{s.variant} (Δ IQM {_fmt(s.diff)})" for s in neutral)
-        lines.append(
-            f"- No significant difference in the {outcome.name} (the 95% CI of the IQM difference includes 0; "
-            f"{reps:,} bootstrap resamples): {names}."
-        )
-        paired_only = [s for s in neutral if s.paired_significant]
-        if paired_only:
-            names = ", ".join(f"{s.variant} ({_fmt(s.paired_diff)}{_fmt_ci(s.paired_ci)})" for s in paired_only)
-            lines.append(
-                f"  The paired comparison ({paired_method(len(paired_only[0].paired_diffs))}) excludes 0 for: {names}."
-            )
-    too_few = [s for s in others if not s.supports_claims]
-    if too_few:
-        names = ", ".join(f"{s.variant} (n = {s.n_runs})" for s in too_few)
-        lines.append(f"- Too few runs for a claim (fewer than {MIN_RUNS}): {names}.")
-    return lines
-
-
-def too_few_runs_note(stats: dict[str, VariantStats], baseline: str | None) -> str:
-    """Why a section has no intervals and no significance column."""
-    n = min(s.n_runs for s in stats.values())
-    base_n = stats[baseline].n_runs if baseline in stats else n
-    counts = _seed_counts(stats)
+def _table_legend(result: OutcomeResult, alpha: float, power: float) -> str:
+    family = max((c.family_size for c in result.comparisons.values()), default=0)
     return (
-        f"**No significance claim where a variant has fewer than {MIN_RUNS} runs** "
-        f"(here {counts} run{'' if counts == '1' else 's'} per variant). "
-        f"A bootstrap of {_plural(n, 'value')} is no confidence interval, and an exact "
-        f"permutation test on {base_n} against {_plural(n, 'run')} cannot go below p = {min_permutation_p(base_n, n):.2g}. "
-        "The tables show each seed's value and each seed's difference to the baseline (the runs of a seed share "
-        "initial weights and evaluation episodes); read them as a description of these runs, not as evidence. "
-        f"Run at least {MIN_RUNS} seeds for intervals and tests."
+        f"Paired Δ: mean of per-seed differences (variant - baseline; a seed's runs share initial weights and evaluation "
+        f"episodes) with its 95% Student-t interval. p: paired t-test, two-sided; p Holm: Holm-adjusted over the "
+        f"{family} comparisons of this family. **differs**: p Holm <= {alpha:g}; **equivalent**: two one-sided "
+        f"t-tests (Holm) place the difference within ±{_fmt(result.margin)} ({result.margin_how}); unresolved: "
+        f"neither. MDE: the smallest true difference detected with {power:.0%} power at this n and level "
+        f"{alpha:g}/{family} (Holm's strictest step); seeds needed: the seeds that would detect the observed Δ so."
     )
 
 
-def env_summary(
-    env: str, returns: dict[str, VariantStats], bias: dict[str, VariantStats], baseline: str | None, reps: int
-) -> str:
-    """A short generated paragraph: which variants differ from the baseline in return and in overestimation."""
-    if baseline not in returns:
-        return f"No finished runs of the baseline ({baseline}) on {env}: no comparison."
-    counts = _seed_counts(returns)
-    head = f"Compared with {baseline} on {env}, with {counts} run{'' if counts == '1' else 's'} per variant:"
-    lines = outcome_summary(FINAL_RETURN, returns, baseline, reps)
-    if baseline in bias:
-        lines += outcome_summary(OVERESTIMATION, bias, baseline, reps)
-    if len(returns) == 1:
-        lines.append(f"- Only {baseline} has finished runs.")
-    return "\n".join([head, *lines])
+def _plan_section(model: ReportModel, data: StudyData) -> list[str]:
+    plan = model.plan
+    lines = ["## Analysis plan", ""]
+    if model.declared is None:
+        lines += [
+            "The study declared no analysis plan in `study.json` (made before plans existed): the report uses "
+            "the defaults below" + (", changed by the report's options." if model.plan_changes else ".")
+        ]
+    else:
+        lines += ["The study declared its plan in `study.json`" + (
+            "; **the plan used here differs from it**: " + "; ".join(model.plan_changes) + "."
+            if model.plan_changes else "; the report follows it.")]  # fmt: skip
+    if model.declared is None and model.plan_changes:
+        lines[-1] += " Changed from the defaults: " + "; ".join(model.plan_changes) + "."
+    latest = data.manifest.get("config", {}).get("analysis")
+    if model.declared is not None and latest and AnalysisPlan.from_dict(latest) != model.declared:
+        lines[-1] += (
+            " A later invocation of the study gave another plan: "
+            + "; ".join(AnalysisPlan.from_dict(latest).differences(model.declared))
+            + "."
+        )
+    windows = ", ".join(f"{e.env} {_plural(len(e.window), 'evaluation')} ({e.window[0]:,}-{e.window[-1]:,} of "
+                        f"{e.training_steps:,} steps)" for e in model.envs if e.window)  # fmt: skip
+    margins = "; ".join(f"{e.env} ±{_fmt(e.outcome(plan.primary).margin)} ({e.outcome(plan.primary).margin_how})"
+                        for e in model.envs if e.outcome(plan.primary))  # fmt: skip
+    names = {o.outcome.key: o.outcome for e in model.envs for o in e.outcomes}
+    secondary = "; ".join(f"{names[k].name} ({names[k].definition})" for k in plan.secondary if k in names)
+    primary = names.get(plan.primary)
+    lines += [
+        "",
+        f"- Primary outcome: **{primary.name if primary else plan.primary}** "
+        f"({primary.definition if primary else ''}); per env: {windows or 'no runs'}.",
+        f"- Secondary outcomes: {secondary or 'none'}.",
+        f"- Families: one per env and outcome (every variant against {model.baseline}), and one per normalization for "
+        f"the aggregate across envs; Holm-Bonferroni within each family at alpha = {plan.alpha:g}.",
+        f"- Equivalence margin ±δ of the primary outcome, per env: {margins or 'none'}. Each secondary return outcome: "
+        f"the same rule on its own values (or the plan's margin of the env); overestimation: "
+        f"{plan.margin_fraction:.0%} of {model.baseline}'s mean |discounted return| at the end.",
+        f"- Power {plan.power:.0%} for the minimum detectable effect and the seeds needed; at least {MIN_RUNS} seed "
+        "pairs for any test.",
+        "",
+    ]
+    return lines
+
+
+def findings_parts(model: ReportModel) -> dict[str, str]:
+    """
+    The generated findings, per task and across tasks, each a markdown block. README quotes them between
+    ``<!-- generated:<study>:<part>:start -->`` and ``<!-- generated:<study>:<part>:end -->``.
+    """
+    note = ""
+    if any(OLD_MEASURE in o.outcome.name for e in model.envs for o in e.outcomes):
+        note = f"\nOverestimation here is the {OLD_MEASURE} (the runs predate the measure past the time limit).\n"
+    parts = {"per-task": "\n".join(summary_per_task(model)).rstrip() + "\n" + note}
+    across = summary_across_tasks(model)
+    if across:
+        parts["across-tasks"] = "\n".join(across).rstrip() + "\n"
+    return parts
+
+
+def findings_markdown(model: ReportModel) -> str:
+    """The generated findings as the report prints them (per task, then across tasks)."""
+    parts = findings_parts(model)
+    text = "Per task:\n\n" + parts["per-task"]
+    if "across-tasks" in parts:
+        text += "\nAcross tasks:\n\n" + parts["across-tasks"]
+    return text
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -363,10 +345,14 @@ def _curve_figures(
         "else each run"
     )
     learning = Panel("return", "episode return (mean of evaluation episodes)", {})
-    bias = Panel("value overestimation of critic 1", "Q1(s, a) - discounted return", {}, zero_line=True)
+    # the measure past the time limit where the records have it, else the old one with its artifact
+    new_measure = any(run.has("overestimation") for runs in by_variant.values() for run in runs)
+    bias_metric = "overestimation" if new_measure else "bias"
+    bias_title = "value overestimation of critic 1" + ("" if new_measure else " (old measure, time-limit artifact)")
+    bias = Panel(bias_title, "Q1(s, a) - discounted return", {}, zero_line=True)
     diagnostics = [Panel(*DIAGNOSTIC_LABELS[key], {}) for key in DIAGNOSTICS]
     for i, variant in enumerate(shown):
-        for panel, metric in zip([learning, bias, *diagnostics], ("mean_return", "bias", *DIAGNOSTICS), strict=True):
+        for panel, metric in zip([learning, bias, *diagnostics], ("mean_return", bias_metric, *DIAGNOSTICS), strict=True):
             curve = _curve(by_variant[variant], metric, reps, seed + i)
             if curve is not None:
                 panel.curves[variant] = curve
@@ -390,73 +376,154 @@ def _curve_figures(
         f"![{title}](figures/{name}_overestimation.png)",
         "",
         "Overestimation: at each evaluation, critic 1's Q(s, a) at the states and actions of the evaluation "
-        "episodes minus the discounted return obtained from there to the end of the episode (as in Fig. 1 of the "
-        "TD3 paper; above 0 = overestimation). Episodes cut by a time limit make the true return look smaller "
-        f"near the cut.{diagnostics_note} Curves: {band}. A panel whose largest curve reaches over 100 times "
+        "episodes minus the discounted return obtained from there (above 0 = overestimation). "
+        + (
+            "The return runs past the time limit (the measure without the time-limit artifact)."
+            if new_measure
+            else f"This is the {OLD_MEASURE}: the return stops at the time limit while the critic learns the uncut "
+            "value, so near a cut the difference is too large by the missing tail."
+        )
+        + f"{diagnostics_note} Curves: {band}. A panel whose largest curve reaches over 100 times "
         "further from 0 than the typical variant's has a symlog y axis (linear up to the typical reach), as its "
         "title says.",
         "",
     ]
 
 
-def _env_section(
-    data: StudyData, env: str, baseline: str | None, colors: dict[str, Any], figures: Path, reps: int, seed: int
-) -> list[str]:
-    by_variant = data.runs.get(env, {})
-    env_variants = [v for v in data.variants if v in by_variant]
+def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict[str, Any], figures: Path) -> list[str]:
+    env, baseline, plan = e.env, model.baseline, model.plan
+    reps, seed = model.reps, model.seed
     lines = [f"## {env}", ""]
-    if not env_variants:
+    env_variants = [v for v in data.variants if v in data.runs.get(env, {})]
+    primary = e.outcome(plan.primary)
+    if primary is None:
         return [*lines, "No finished runs.", ""]
-    stats = {}
-    for outcome in (FINAL_RETURN, OVERESTIMATION):
-        finals = {v: data.final_values(env, v, outcome.metric) for v in env_variants}
-        scores = {v: values for v, (_, values) in finals.items()}
-        stats[outcome] = outcome_statistics(
-            scores, baseline, reps=reps, seed=seed, seeds={v: seeds for v, (seeds, _) in finals.items()}
-        )
-    returns, bias = stats[FINAL_RETURN], stats[OVERESTIMATION]
-    lines += [env_summary(env, returns, bias, baseline, reps), ""]
-    if min(s.n_runs for s in returns.values()) < MIN_RUNS:
-        lines += [too_few_runs_note(returns, baseline), ""]
-    claims = supports_claims(returns, baseline)
-    method = bootstrap_method(reps, _seed_counts(returns)) if claims else "each seed, no interval"
-    lines += [f"**Final return** ({method}):", ""]
-    lines += outcome_table(FINAL_RETURN, returns, baseline)
-    if bias:
-        method = bootstrap_method(reps, _seed_counts(bias)) if supports_claims(bias, baseline) else "each seed, no interval"
-        lines += [
-            f"**Overestimation at the end of training** (Q1(s, a) - discounted return at the last evaluation; {method}):",
-            "",
-        ]
-        lines += outcome_table(OVERESTIMATION, bias, baseline, what=False)
-    if claims:
-        lines += [
-            f"Δ IQM: difference of IQMs with a 95% CI from {reps:,} independent stratified-bootstrap resamples of "
-            "both variants' runs; *significant* when it excludes 0. Paired Δ: the mean of the per-seed differences "
-            "(variant and baseline share seeds, hence initial weights and evaluation episodes) with a 95% Student-t "
-            "interval.",
-            "",
-        ]
+    if min(s.n_runs for s in primary.stats.values()) < MIN_RUNS:
+        lines += [too_few_runs_note(primary.stats, baseline), ""]
+    for result in e.outcomes:
+        tag = "primary" if result.primary else "secondary"
+        lines += [f"**{result.outcome.name.capitalize()}** ({tag}; {result.outcome.definition}):", ""]
+        lines += outcome_table(result, baseline, what=result.primary)
+        if any(not c.reason for c in result.comparisons.values()):
+            lines += [_table_legend(result, plan.alpha, plan.power), ""]
+    lines += [f"IQM brackets: {bootstrap_method(reps, _seed_counts(primary.stats))} (effect sizes, not corrected).", ""]
 
-    # curves: with many variants (factorial) only the baseline and the most different ones stay readable
     shown = env_variants
     if len(env_variants) > MAX_CURVES:
-        ranked = sorted((v for v in env_variants if v != baseline), key=lambda v: -abs(returns[v].diff or 0.0))
+        effects = {v: abs(c.effect) for v, c in primary.comparisons.items()}
+        ranked = sorted((v for v in env_variants if v != baseline), key=lambda v: -effects.get(v, 0.0))
         shown = ([baseline] if baseline in env_variants else []) + ranked[: MAX_CURVES - 1]
         lines += [f"Curves show {baseline} and the {MAX_CURVES - 1} variants that differ most from it.", ""]
     name, curve_reps = safe_name(env), min(reps, CURVE_REPS)
-    plot_intervals(f"{env}: final return", returns, colors, "final episode return", figures / f"{name}_final_return_ci.png")
+    plot_intervals(
+        f"{env}: {primary.outcome.name}", primary.stats, colors, primary.outcome.short, figures / f"{name}_primary_ci.png"
+    )
     lines += _curve_figures(data, env, shown, colors, figures, curve_reps, seed)
     lines += _profile_figure(
-        f"{env}: performance profile of final returns",
-        {v: data.final_returns(env, v) for v in shown},
+        f"{env}: performance profile of the {primary.outcome.name}",
+        {v: outcome_values(data, env, v, plan.primary, plan)[1] for v in shown},
         colors,
-        "final return x",
+        f"{primary.outcome.short} x",
         figures / f"{name}_performance_profile.png",
         curve_reps,
         seed,
     )
-    lines += [f"![{env}: final return IQM and mean, with 95% CIs or each run](figures/{name}_final_return_ci.png)", ""]
+    lines += [f"![{env}: {primary.outcome.name}, IQM and mean, with 95% CIs or each run](figures/{name}_primary_ci.png)", ""]
+    return lines
+
+
+def _aggregate_section(model: ReportModel, data: StudyData, colors: dict[str, Any], figures: Path) -> list[str]:
+    if len(data.envs) < 2:
+        return []
+    lines = ["## Across environments (normalized scores)", ""]
+    across: AcrossTasks | None = model.across
+    if across is None or not across.seeds:
+        return [*lines, "No variant has finished runs on every env with a common seed.", ""]
+    if len(across.envs) < len(data.envs):
+        left_out = [env for env in data.envs if env not in across.envs]
+        lines += [
+            f"**Over {', '.join(across.envs)} only:** {', '.join(left_out)} not yet (not every variant has finished runs "
+            "there). This section changes when they come in.",
+            "",
+        ]
+    plan, baseline = model.plan, model.baseline
+    lines += [
+        f"The primary outcome ({primary_name(model)}) of the seeds every variant finished on every env ({len(across.seeds)}: "
+        f"{', '.join(map(str, across.seeds))}), normalized per env; a seed's paired difference is its normalized "
+        "difference averaged over the envs.",
+        "",
+        "### Sign test per component",
+        "",
+        f"| variant | pairs higher than {baseline} | lower | ties | p (exact binomial) | p Holm | smallest possible p Holm "
+        "| primary verdict per env | task-dependent |",
+        "|---|---:|---:|---:|---:|---:|---:|---|:---:|",
+    ]
+    for t in across.sign_tests:
+        per_env = ", ".join(f"{env}: {verdict} ({_fmt(effect)})" for env, (verdict, effect) in t.verdicts.items())
+        lines.append(
+            f"| {t.variant} | {t.higher} | {t.lower} | {t.ties} | {fmt_p(t.p_raw)} | {fmt_p(t.p_adjusted)} | "
+            f"{fmt_p(t.floor)} | {per_env} | {'**yes**' if t.task_dependent else 'no'} |"
+        )
+    lines += [
+        "",
+        "Task-dependent: the component `differs` (primary outcome) with opposite signs on different envs; its average "
+        "over envs says nothing about any one of them.",
+        "",
+        "### Aggregate under both normalizations",
+        "",
+    ]
+    aggregates = across.aggregates
+    header = "| variant | " + " | ".join(
+        f"{'min/max' if a.method == 'minmax' else 'reference'}: paired Δ [95% t CI] | p Holm | verdict" for a in aggregates
+    )
+    lines += [header + " |", "|---|" + "---:|---:|:---|" * len(aggregates)]
+    for variant in next(iter(aggregates)).comparisons:
+        cells = [variant]
+        for a in aggregates:
+            c = a.comparisons[variant]
+            cells += [
+                f"{_fmt(c.effect, 3)}{_fmt_ci(c.ci, 3)}",
+                fmt_p(c.p_adjusted),
+                VERDICT_CELLS.get(c.verdict, "unresolved") + (f" ({c.reason})" if c.reason else ""),
+            ]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += (
+        [""]
+        + [
+            f"- {a.how}; equivalence margin ±{_fmt(a.margin, 3)} (the envs' margins, normalized, averaged)."
+            for a in aggregates
+        ]
+        + [""]
+    )
+    for a in aggregates:
+        label = "min/max-normalized" if a.method == "minmax" else "reference-normalized"
+        suffix = "" if a.method == "minmax" else "_reference"
+        plot_intervals(
+            f"All envs: {label} {plan.primary}",
+            a.stats,
+            colors,
+            f"{label} score",
+            figures / f"aggregate_normalized_score{suffix}.png",
+        )
+        lines += [f"![All envs: {label} score](figures/aggregate_normalized_score{suffix}.png)", ""]
+        if a.method == "minmax":
+            sub = dataclasses.replace(data, envs=across.envs)
+            bounds = {}
+            for env in across.envs:
+                finals = np.concatenate([data.final_returns(env, v) for v in a.stats])
+                bounds[env] = (float(finals.min()), float(finals.max()))
+            lines += _aggregate_curves(
+                sub, list(a.stats), across.seeds, bounds, colors, figures, min(model.reps, CURVE_REPS), model.seed
+            )
+            lines += _profile_figure(
+                f"All envs: performance profile of the min/max-normalized {plan.primary} outcome",
+                a.scores,
+                colors,
+                "min/max-normalized score x",
+                figures / "aggregate_performance_profile.png",
+                min(model.reps, CURVE_REPS),
+                model.seed,
+            )
     return lines
 
 
@@ -476,72 +543,6 @@ def _profile_figure(
     plot_performance_profiles(title, profiles, cis, taus, colors, xlabel, path)
     band = f"95% stratified-bootstrap bands, {reps:,} resamples" if cis else f"no bands: fewer than {MIN_RUNS} runs"
     return [f"![{title}](figures/{path.name})", "", f"Performance profile (rliable): fraction of runs above x ({band}).", ""]
-
-
-def _aggregate_section(
-    data: StudyData, variants: list[str], baseline: str | None, colors: dict[str, Any], figures: Path, reps: int, seed: int
-) -> list[str]:
-    if len(data.envs) < 2:
-        return []
-    lines = ["## Across environments (normalized scores)", ""]
-    # a study run task by task: aggregate the tasks every variant has runs on, and name the others
-    covered = [env for env in data.envs if all(len(data.final_returns(env, v)) for v in variants)]
-    if 2 <= len(covered) < len(data.envs):
-        left_out = [env for env in data.envs if env not in covered]
-        lines += [
-            f"**Over {', '.join(covered)} only:** {', '.join(left_out)} not yet (not every variant has finished runs "
-            "there). This section changes when they come in.",
-            "",
-        ]
-        data = dataclasses.replace(data, envs=covered)
-    complete = [v for v in variants if all(len(data.final_returns(env, v)) for env in data.envs)]
-    seeds = common_seeds(data, complete)
-    if not complete or not seeds:
-        return [*lines, "No variant has finished runs on every env with a common seed.", ""]
-    methods = ["minmax"] + (["reference"] if all(env_reference(env) for env in data.envs) else [])
-    lines += [
-        f"Each variant's runs of the seeds every variant finished on every env ({len(seeds)}: "
-        f"{', '.join(map(str, seeds))}), one normalized score per env; row k of two variants is the same seed, so the "
-        "paired Δ averages each seed's difference over the envs. Stratified bootstrap: runs resampled within each env.",
-        "",
-    ]
-    for method in methods:
-        matrices, how = normalized_scores(data, complete, method=method)
-        stats = outcome_statistics(matrices, baseline, reps=reps, seed=seed, seeds=dict.fromkeys(matrices, seeds))
-        label = "min/max-normalized" if method == "minmax" else "reference-normalized"
-        lines += [f"### {label.capitalize()} score", "", f"{how}.", ""]
-        if len(seeds) < MIN_RUNS:
-            lines += [too_few_runs_note(stats, baseline), ""]
-        else:
-            lines += [
-                f"Brackets: {bootstrap_method(reps, len(seeds))} per env; Δ IQM and paired Δ as in the env sections.",
-                "",
-            ]
-        lines += outcome_table(
-            Outcome("mean_return", f"{label} score", f"{label} score", show_poi=True), stats, baseline, digits=3, what=False
-        )
-        suffix = "" if method == "minmax" else "_reference"
-        plot_intervals(
-            f"All envs: {label} final score",
-            stats,
-            colors,
-            f"{label} score",
-            figures / f"aggregate_normalized_score{suffix}.png",
-        )
-        lines += [f"![All envs: {label} final score](figures/aggregate_normalized_score{suffix}.png)", ""]
-        if method == "minmax":
-            bounds = normalization_bounds(data, complete, method)[0]
-            lines += _aggregate_curves(data, complete, seeds, bounds, colors, figures, min(reps, CURVE_REPS), seed)
-            lines += _profile_figure(
-                "All envs: performance profile of min/max-normalized final scores",
-                matrices,
-                colors,
-                "min/max-normalized score x",
-                figures / "aggregate_performance_profile.png",
-                min(reps, CURVE_REPS),
-                seed,
-            )
-    return lines
 
 
 def _aggregate_curves(
@@ -649,26 +650,54 @@ def _failures_section(data: StudyData) -> list[str]:
     return lines
 
 
+def study_model(
+    out: str | os.PathLike,
+    reps: int = DEFAULT_REPS,
+    seed: int = DEFAULT_SEED,
+    baseline: str | None = None,
+    **plan_changes: Any,
+) -> tuple[ReportModel, StudyData]:
+    """
+    Load a study and compute its report model under its declared plan (the defaults where it declared none), changed
+    by ``plan_changes`` (fields of :class:`~sb3_ablation.study.plan.AnalysisPlan`; ``None``: unchanged).
+    """
+    data = load_study(out)
+    declared_dict = data.manifest.get("analysis")
+    declared = AnalysisPlan.from_dict(declared_dict) if declared_dict is not None else None
+    plan = (declared or AnalysisPlan()).with_overrides(**plan_changes)
+    variants = [v for v in data.variants if any(v in data.runs.get(env, {}) for env in data.envs)]
+    baseline = baseline or ("td3" if "td3" in data.variants else (variants[0] if variants else None))
+    return build_model(data, plan, declared, baseline, reps, seed), data
+
+
 def write_report(
-    out: str | os.PathLike, reps: int = DEFAULT_REPS, seed: int = DEFAULT_SEED, baseline: str | None = None
+    out: str | os.PathLike,
+    reps: int = DEFAULT_REPS,
+    seed: int = DEFAULT_SEED,
+    baseline: str | None = None,
+    model_hook=None,
+    **plan_changes: Any,
 ) -> Path:
     """
-    Write ``<out>/report.md`` and its figures (``<out>/figures/*.png``).
+    Write ``<out>/report.md``, ``<out>/report.json`` and the figures (``<out>/figures/*.png``).
 
     :param out: the study folder
-    :param reps: bootstrap replications for the final-outcome statistics (curves and profiles use at most 2,000)
+    :param reps: bootstrap replications of the IQM intervals (curves and profiles use at most 2,000)
     :param seed: bootstrap seed
     :param baseline: variant to compare against (default ``td3``, or the study's first variant without it)
+    :param model_hook: called with the report model and the study data before rendering, e.g. to append a
+        :class:`~sb3_ablation.study.analysis.Section`
+    :param plan_changes: changes to the declared analysis plan (``alpha``, ``primary``, ``margins``, ...)
     :return: the report's path
     """
     import matplotlib
 
     matplotlib.use("Agg")
-    data = load_study(out)
+    model, data = study_model(out, reps, seed, baseline, **plan_changes)
+    if model_hook is not None:
+        model_hook(model, data)
     out = Path(out)
     figures = out / "figures"
-    variants = [v for v in data.variants if any(v in data.runs.get(env, {}) for env in data.envs)]
-    baseline = baseline or ("td3" if "td3" in data.variants else (variants[0] if variants else None))
     colors = palette(data.variants)
     settings = data.manifest.get("settings", {})
     lines = [
@@ -677,24 +706,34 @@ def write_report(
         f"Study folder `{out}`. Variants: {', '.join(data.variants)}; seeds: {', '.join(map(str, data.manifest['seeds']))}; "
         f"training steps: {_training_steps(data.manifest)}{_overrides(settings)}; evaluation every "
         f"{settings.get('eval_freq') or 'n_timesteps/20'} steps with {settings.get('eval_episodes')} deterministic episodes. "
-        f"Baseline: **{baseline}**.",
-        "",
-        "Final return = the mean return of the last evaluation of a run (at the end of training). Overestimation at "
-        "the end = critic 1's Q(s, a) minus the discounted return, at the last evaluation. IQM = interquartile mean "
-        "(the mean of the middle 50% of runs). Brackets are 95% confidence intervals, each named where it is used: "
-        f"stratified bootstrap (rliable, {reps:,} resamples, seed {seed}) for IQM, mean and Δ IQM; a Student-t interval "
-        f"for the paired Δ (the mean of per-seed differences). With fewer than {MIN_RUNS} runs per variant there are "
-        "no intervals and no significance claims, only per-seed values.",
+        f"Baseline: **{model.baseline}**.",
         "",
     ]
+    lines += _plan_section(model, data)
     lines += _software_lines(data)
     if data.failed or data.missing:
         lines += [f"**Incomplete study:** {len(data.failed)} failed and {len(data.missing)} missing runs (see the end).", ""]
-    for env in data.envs:
-        lines += _env_section(data, env, baseline, colors, figures, reps, seed)
-    lines += _aggregate_section(data, variants, baseline, colors, figures, reps, seed)
+    lines += [
+        "## Findings",
+        "",
+        "Generated from the verdicts below: **differs** = the Holm-corrected paired t-test rejects; **equivalent** = "
+        "the Holm-corrected two one-sided tests place the difference within the margin; **unresolved** = neither, "
+        "which is not evidence that the component does nothing (its minimum detectable effect says what these seeds "
+        "could have seen).",
+        "",
+        FINDINGS_START,
+        findings_markdown(model).rstrip(),
+        FINDINGS_END,
+        "",
+    ]
+    for e in model.envs:
+        lines += _env_section(model, data, e, colors, figures)
+    lines += _aggregate_section(model, data, colors, figures)
+    for section in model.sections:
+        lines += [f"## {section.title}", "", *section.lines, ""]
     lines += _warnings_section(data)
     lines += _failures_section(data)
+    write_json_atomic(out / "report.json", model_json(model))
     path = out / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")
     return path

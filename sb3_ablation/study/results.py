@@ -1,8 +1,9 @@
 """The results of a study as arrays: every finished run of a study folder, grouped by env and variant.
 
-This is the first step of the analysis (results -> statistics -> figures -> report). It reads run records of format 1
-(evaluations only) and format 2 (also per-episode returns, training diagnostics and run warnings); see the module
-docstring of :mod:`sb3_ablation.study.report` for what the report makes of them.
+This is the first step of the analysis (results -> inference and statistics -> report model -> markdown, figures and
+JSON). It reads run records of format 1 (evaluations only), format 2 (also per-episode returns, training diagnostics
+and run warnings) and format 3 (also the overestimation measured past the time limit; every key it adds is kept as
+an evaluation metric); see :mod:`sb3_ablation.study.analysis` for what the report makes of them.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class RunCurves:
     :param diagnostics: diagnostic (``q1_mean``, ``twin_q_gap``, ...) -> values at ``diagnostics_timesteps``
     :param episode_returns: per evaluation, the return of each evaluation episode (format 2; empty otherwise)
     :param warnings: the unique warnings the run raised (format 2)
+    :param value_episodes: per evaluation, the per-episode summaries of the overestimation measure (format 3; kept as
+        recorded, for a later analysis to recompute the measure)
     """
 
     seed: int
@@ -49,6 +52,7 @@ class RunCurves:
     diagnostics: dict[str, np.ndarray] = field(default_factory=dict)
     episode_returns: list[np.ndarray] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    value_episodes: list[Any] = field(default_factory=list)
 
     @property
     def final_return(self) -> float:
@@ -72,9 +76,10 @@ class RunCurves:
 
     @classmethod
     def from_record(cls, record: dict) -> RunCurves:
-        """Read a run record of format 1 or 2 (a format-1 record has no diagnostics, episode returns or warnings)."""
+        """Read a run record of format 1, 2 or 3 (a format-1 record has no diagnostics, episode returns or warnings)."""
         evaluations = dict(record["evaluations"])
         episode_returns = evaluations.pop("episode_returns", None) or []
+        value_episodes = evaluations.pop("value_episodes", None) or []
         diagnostics = dict(record.get("diagnostics") or {})
         diagnostics_timesteps = diagnostics.pop("timesteps", [])
         return cls(
@@ -85,6 +90,7 @@ class RunCurves:
             diagnostics={name: _as_array(values) for name, values in diagnostics.items()},
             episode_returns=[_as_array(returns) for returns in episode_returns],
             warnings=list(dict.fromkeys(record.get("warnings") or [])),
+            value_episodes=list(value_episodes),
         )
 
 

@@ -253,6 +253,8 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
     manifest["seeds"] = sorted(manifest["seeds"])
     manifest["versions"] = versions
     manifest["config"] = to_jsonable({k: v for k, v in asdict(config).items() if k not in ("progress",)})
+    # the analysis plan declared first stays: a later one is the report's to compare with it (config.analysis)
+    manifest.setdefault("analysis", to_jsonable(config.analysis))
     write_json_atomic(path, manifest)
     return manifest
 

@@ -1,0 +1,571 @@
+"""The report model: every number and verdict of a study's report, computed before anything is rendered.
+
+:func:`build_model` reads a loaded study (:mod:`~sb3_ablation.study.results`) under an analysis plan
+(:mod:`~sb3_ablation.study.plan`) and returns a :class:`ReportModel`: per env and outcome the per-variant estimates
+(IQM with stratified-bootstrap CIs from :mod:`~sb3_ablation.study.statistics`, effect sizes, not corrected) and the
+verdicts of the variant-vs-baseline family (:func:`~sb3_ablation.study.inference.compare_family`: paired t-test with
+Holm's correction, TOST equivalence, minimum detectable effect, seeds needed); across envs, a sign test per component
+over all seed pairs, the aggregate under both normalizations, and the components whose effects change sign between
+tasks. :mod:`~sb3_ablation.study.report` renders the model as markdown, figures and ``report.json``; the generated
+summaries (:func:`summary_per_task`, :func:`summary_across_tasks`) are what README quotes.
+
+Other analyses append a :class:`Section` to ``ReportModel.sections``; the report renders it after the built-in ones.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from sb3_ablation.study.inference import DIFFERS, EQUIVALENT, UNRESOLVED, Comparison, compare_family, holm
+from sb3_ablation.study.plan import AnalysisPlan
+from sb3_ablation.study.results import StudyData
+from sb3_ablation.study.statistics import MIN_RUNS, VariantStats, env_reference, outcome_statistics
+
+OLD_MEASURE = "old measure, with the known time-limit artifact"
+
+
+@dataclass(frozen=True)
+class OutcomeSpec:
+    """An outcome as the report names it."""
+
+    key: str  # a name of plan.OUTCOMES
+    name: str  # in a sentence
+    short: str  # table header
+    definition: str  # what the number of a run is
+    is_return: bool  # in return units (its equivalence margin is the env's return margin)
+
+
+def outcome_spec(key: str, plan: AnalysisPlan, new_measure: bool) -> OutcomeSpec:
+    """How an outcome reads; ``new_measure``: the records have the overestimation without the time-limit artifact."""
+    if key == "final_window":
+        share = f"{plan.final_fraction:.0%}"
+        return OutcomeSpec(
+            key, f"mean return over the final {share} of training", f"return, final {share}",
+            f"the mean of the evaluations' mean returns at or after {1 - plan.final_fraction:.0%} of training", True,
+        )  # fmt: skip
+    if key == "last":
+        return OutcomeSpec(key, "return at the last evaluation", "last return", "the last evaluation's mean return", True)
+    if key == "auc":
+        return OutcomeSpec(
+            key, "area under the learning curve", "area under curve",
+            "the mean of the mean returns over all evaluations, i.e. the normalised area under the learning curve", True,
+        )  # fmt: skip
+    if new_measure:
+        return OutcomeSpec(
+            key, "overestimation at the end", "overestimation",
+            "critic 1's Q(s, a) minus the discounted return, the return run past the time limit, at the last evaluation",
+            False,
+        )  # fmt: skip
+    return OutcomeSpec(
+        key, f"overestimation at the end ({OLD_MEASURE})", "overestimation (old measure)",
+        "critic 1's Q(s, a) minus the discounted return cut at the time limit, at the last evaluation; the critic "
+        "learns the uncut value, so the difference is too large by the missing tail",
+        False,
+    )  # fmt: skip
+
+
+@dataclass
+class OutcomeResult:
+    """One outcome on one env: the family of variant-vs-baseline comparisons."""
+
+    outcome: OutcomeSpec
+    primary: bool
+    stats: dict[str, VariantStats]  # per variant: IQM and mean with bootstrap CIs (effect sizes, not corrected)
+    comparisons: dict[str, Comparison]  # per variant other than the baseline
+    margin: float
+    margin_how: str
+
+
+@dataclass
+class EnvResult:
+    env: str
+    training_steps: int
+    window: list[int]  # the evaluation timesteps the primary outcome averages
+    untrained: float  # the baseline's mean return at the step-0 evaluation
+    outcomes: list[OutcomeResult]
+
+    def outcome(self, key: str) -> OutcomeResult | None:
+        return next((o for o in self.outcomes if o.outcome.key == key), None)
+
+
+@dataclass
+class SignTest:
+    """A component across envs: the seed pairs in which the variant beats the baseline, exact binomial test."""
+
+    variant: str
+    higher: int
+    lower: int
+    ties: int
+    p_raw: float
+    p_adjusted: float
+    floor: float  # the smallest Holm-adjusted p this many pairs can give
+    verdicts: dict[str, tuple[str, float]]  # env -> (verdict, effect) of the primary outcome
+    task_dependent: bool  # `differs` with opposite signs on different envs
+
+
+@dataclass
+class Aggregate:
+    method: str  # minmax | reference
+    how: str
+    stats: dict[str, VariantStats]
+    comparisons: dict[str, Comparison]
+    margin: float
+    scores: dict[str, np.ndarray]  # variant -> (seeds, envs) normalized primary outcome
+
+
+@dataclass
+class AcrossTasks:
+    envs: list[str]
+    seeds: list[int]
+    sign_tests: list[SignTest]
+    aggregates: list[Aggregate]
+
+
+@dataclass
+class Section:
+    """An extra section of the report (e.g. a factorial analysis): its markdown lines and its part of report.json."""
+
+    title: str
+    lines: list[str]
+    json: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ReportModel:
+    plan: AnalysisPlan
+    declared: AnalysisPlan | None  # the plan stored in study.json before the runs; None: the study declared none
+    plan_changes: list[str]  # how the plan used differs from the declared one
+    baseline: str | None
+    variants: list[str]
+    reps: int
+    seed: int
+    envs: list[EnvResult]
+    across: AcrossTasks | None
+    sections: list[Section] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Computing
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def run_outcome(run, key: str, plan: AnalysisPlan) -> float:
+    """One run's value of an outcome (NaN when the run did not record it)."""
+    timesteps, returns = run.curve("mean_return")
+    if key == "overestimation":
+        return run.final("overestimation") if run.has("overestimation") else run.final("bias")
+    if not len(returns):
+        return math.nan
+    if key == "last":
+        return float(returns[-1])
+    if key == "auc":
+        return float(np.nanmean(returns))
+    return float(np.nanmean(returns[timesteps >= (1 - plan.final_fraction) * timesteps[-1]]))
+
+
+def outcome_values(data: StudyData, env: str, variant: str, key: str, plan: AnalysisPlan) -> tuple[np.ndarray, np.ndarray]:
+    """``(seeds, values)`` of an outcome over the finished runs of a variant that recorded it."""
+    pairs = [(run.seed, run_outcome(run, key, plan)) for run in data.runs.get(env, {}).get(variant, [])]
+    pairs = [(seed, value) for seed, value in pairs if math.isfinite(value)]
+    return np.array([s for s, _ in pairs], dtype=np.int64), np.array([v for _, v in pairs], dtype=np.float64)
+
+
+def paired_differences(stats: dict[str, VariantStats], baseline: str) -> dict[str, np.ndarray]:
+    return {v: np.asarray(s.paired_diffs) for v, s in stats.items() if v != baseline}
+
+
+def _env_margin(data: StudyData, env: str, baseline: str, plan: AnalysisPlan, spec: OutcomeSpec) -> tuple[float, str]:
+    """The equivalence margin of one env and outcome, and how it was set."""
+    if spec.is_return and env in plan.margins:
+        return plan.margins[env], "set by the plan"
+    runs = data.runs.get(env, {}).get(baseline, [])
+    if not runs:
+        return math.nan, f"no {baseline} runs: no margin"
+    share = f"{plan.margin_fraction:.0%}"
+    if spec.is_return:
+        untrained = float(np.mean([run.curve("mean_return")[1][0] for run in runs]))
+        trained = float(np.mean([run_outcome(run, spec.key, plan) for run in runs]))
+        margin = plan.margin_fraction * abs(trained - untrained)
+        return margin, f"{share} of {baseline}'s improvement over the untrained policy ({untrained:,.1f} -> {trained:,.1f})"
+    levels = [abs(run.final("mean_discounted_return")) for run in runs]
+    levels = [level for level in levels if math.isfinite(level)]
+    if not levels:
+        return math.nan, "no discounted return recorded: no margin"
+    level = float(np.mean(levels))
+    return plan.margin_fraction * float(level), f"{share} of {baseline}'s mean |discounted return| at the end ({level:,.1f})"
+
+
+def _env_result(data: StudyData, env: str, baseline: str, plan: AnalysisPlan, reps: int, seed: int) -> EnvResult:
+    by_variant = data.runs.get(env, {})
+    variants = [v for v in data.variants if v in by_variant]
+    base_runs = by_variant.get(baseline, []) or next(iter(by_variant.values()), [])
+    timesteps = base_runs[0].curve("mean_return")[0] if base_runs else np.zeros(0, dtype=np.int64)
+    steps = int(timesteps[-1]) if len(timesteps) else 0
+    window = [int(t) for t in timesteps if t >= (1 - plan.final_fraction) * steps]
+    untrained = float(np.mean([run.curve("mean_return")[1][0] for run in base_runs])) if base_runs else math.nan
+    new_measure = any(run.has("overestimation") for runs in by_variant.values() for run in runs)
+    outcomes = []
+    for key in plan.outcomes:
+        spec = outcome_spec(key, plan, new_measure)
+        values = {v: outcome_values(data, env, v, key, plan) for v in variants}
+        values = {v: sv for v, sv in values.items() if len(sv[1])}
+        if not values:
+            continue
+        stats = outcome_statistics(
+            {v: x for v, (_, x) in values.items()},
+            baseline,
+            reps=reps,
+            seed=seed,
+            seeds={v: s for v, (s, _) in values.items()},
+        )
+        margin, how = _env_margin(data, env, baseline, plan, spec)
+        comparisons = (
+            compare_family(paired_differences(stats, baseline), plan.alpha, margin, plan.power, MIN_RUNS)
+            if baseline in stats
+            else {}
+        )
+        outcomes.append(OutcomeResult(spec, key == plan.primary, stats, comparisons, margin, how))
+    return EnvResult(env, steps, window, untrained, outcomes)
+
+
+def _normalized_primary(
+    data: StudyData, envs: list[EnvResult], variants: list[str], seeds: list[int], plan: AnalysisPlan, method: str
+) -> tuple[dict[str, np.ndarray], dict[str, tuple[float, float]], str]:
+    """The primary outcome normalized per env, a (seeds, envs) matrix per variant."""
+    matrices = {v: np.array([[_value_of_seed(data, e.env, v, s, plan) for e in envs] for s in seeds]) for v in variants}
+    if method == "reference":
+        bounds = {e.env: env_reference(e.env) for e in envs}
+        how = (
+            "reference-normalized: (x - random) / (reference - random), random-policy and rl-zoo's published TD3 "
+            "scores: " + ", ".join(f"{env} ({low:g}, {high:g})" for env, (low, high) in bounds.items())
+        )
+    else:
+        bounds = {}
+        for j, e in enumerate(envs):
+            column = np.concatenate([m[:, j] for m in matrices.values()])
+            bounds[e.env] = (float(column.min()), float(column.max()))
+        how = "min/max-normalized: (x - lowest) / (highest - lowest) over every run of the study on that env: " + ", ".join(
+            f"{env} ({low:,.1f}, {high:,.1f})" for env, (low, high) in bounds.items()
+        )
+    for j, e in enumerate(envs):
+        low, high = bounds[e.env]
+        for matrix in matrices.values():
+            matrix[:, j] = (matrix[:, j] - low) / ((high - low) or 1.0)
+    return matrices, bounds, how
+
+
+def _value_of_seed(data: StudyData, env: str, variant: str, seed: int | None, plan: AnalysisPlan) -> float:
+    runs = [run for run in data.runs.get(env, {}).get(variant, []) if run.seed == seed]
+    return run_outcome(runs[0], plan.primary, plan) if runs else math.nan
+
+
+def _across(
+    data: StudyData, envs: list[EnvResult], baseline: str, plan: AnalysisPlan, reps: int, seed: int
+) -> AcrossTasks | None:
+    if len(envs) < 2:
+        return None
+    variants = [v for v in data.variants if all(data.runs.get(e.env, {}).get(v) for e in envs)]
+    if baseline not in variants:
+        return None
+    seed_sets = [{run.seed for run in data.runs[e.env][v]} for e in envs for v in variants]
+    seeds = sorted(set.intersection(*seed_sets))
+    sign_tests = []
+    for variant in (v for v in variants if v != baseline):
+        differences = np.concatenate(
+            [np.asarray(e.outcome(plan.primary).stats[variant].paired_diffs) for e in envs if e.outcome(plan.primary)]
+        )
+        higher, lower = int(np.sum(differences > 0)), int(np.sum(differences < 0))
+        p = scipy_stats.binomtest(higher, higher + lower, 0.5).pvalue if higher + lower else math.nan
+        verdicts = {
+            e.env: (e.outcome(plan.primary).comparisons[variant].verdict, e.outcome(plan.primary).comparisons[variant].effect)
+            for e in envs
+            if e.outcome(plan.primary) and variant in e.outcome(plan.primary).comparisons
+        }
+        signs = {np.sign(effect) for verdict, effect in verdicts.values() if verdict == DIFFERS}
+        sign_tests.append(
+            SignTest(
+                variant,
+                higher,
+                lower,
+                len(differences) - higher - lower,
+                float(p),
+                math.nan,
+                math.nan,
+                verdicts,
+                signs == {-1.0, 1.0},
+            )
+        )
+    adjusted = holm([t.p_raw for t in sign_tests])
+    for test, p_adjusted in zip(sign_tests, adjusted, strict=True):
+        n = test.higher + test.lower
+        test.p_adjusted = float(p_adjusted)
+        test.floor = min(1.0, len(sign_tests) * 2.0 * 0.5**n) if n else math.nan
+    aggregates = []
+    methods = ["minmax"] + (["reference"] if all(env_reference(e.env) for e in envs) else [])
+    if len(seeds) >= 1:
+        for method in methods:
+            matrices, bounds, how = _normalized_primary(data, envs, variants, seeds, plan, method)
+            stats = outcome_statistics(matrices, baseline, reps=reps, seed=seed, seeds=dict.fromkeys(matrices, seeds))
+            margins = [e.outcome(plan.primary).margin / ((bounds[e.env][1] - bounds[e.env][0]) or 1.0) for e in envs]
+            margin = float(np.mean(margins))
+            comparisons = compare_family(paired_differences(stats, baseline), plan.alpha, margin, plan.power, MIN_RUNS)
+            aggregates.append(Aggregate(method, how, stats, comparisons, margin, matrices))
+    return AcrossTasks([e.env for e in envs], seeds, sign_tests, aggregates)
+
+
+def build_model(
+    data: StudyData,
+    plan: AnalysisPlan,
+    declared: AnalysisPlan | None,
+    baseline: str | None,
+    reps: int,
+    seed: int,
+) -> ReportModel:
+    """
+    Compute the whole report (see the module docstring).
+
+    :param data: the loaded study
+    :param plan: the plan to follow
+    :param declared: the plan the study declared (``None``: none declared)
+    :param baseline: the variant every other is compared with
+    :param reps: bootstrap resamples of the IQM intervals (effect sizes; the verdicts do not use them)
+    :param seed: bootstrap seed
+    """
+    variants = [v for v in data.variants if any(v in data.runs.get(env, {}) for env in data.envs)]
+    envs = [_env_result(data, env, baseline, plan, reps, seed) for env in data.envs if data.runs.get(env)]
+    covered = [e for e in envs if all(v in data.runs[e.env] for v in variants)]
+    changes = plan.differences(declared or AnalysisPlan())
+    return ReportModel(
+        plan, declared, changes, baseline, variants, reps, seed, envs, _across(data, covered, baseline, plan, reps, seed)
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Generated summaries (README quotes them)
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value:,.{digits}f}"
+
+
+def fmt_p(p: float) -> str:
+    if not math.isfinite(p):
+        return "n/a"
+    return f"{p:.2g}" if p >= 0.001 else "< 0.001"
+
+
+def describe_comparison(c: Comparison, digits: int = 1) -> str:
+    """``no_replay_buffer -850.3 [-1,000.2, -700.1], p 0.001 -> Holm 0.006``"""
+    ci = f" [{fmt(c.ci[0], digits)}, {fmt(c.ci[1], digits)}]" if c.ci else ""
+    return f"{c.name} {fmt(c.effect, digits)}{ci}, p {fmt_p(c.p_raw)}, Holm {fmt_p(c.p_adjusted)}"
+
+
+def verdict_lines(comparisons: dict[str, Comparison], digits: int = 1) -> list[str]:
+    """The three verdicts of one family, one line each (only the non-empty ones)."""
+    by = {verdict: [c for c in comparisons.values() if c.verdict == verdict] for verdict in (DIFFERS, EQUIVALENT, UNRESOLVED)}
+    lines = []
+    if by[DIFFERS]:
+        items = "; ".join(describe_comparison(c, digits) for c in sorted(by[DIFFERS], key=lambda c: c.effect))
+        lines.append(f"**differs** (paired t-test, Holm): {items}.")
+    if by[EQUIVALENT]:
+        margin = fmt(next(iter(by[EQUIVALENT])).margin, digits)
+        items = "; ".join(
+            f"{c.name} {fmt(c.effect, digits)}, TOST Holm p {fmt_p(c.p_equivalence_adjusted)}" for c in by[EQUIVALENT]
+        )
+        lines.append(f"**equivalent** within ±{margin} (TOST, Holm): {items}.")
+    tested = [c for c in by[UNRESOLVED] if not c.reason]
+    if tested:
+        items = "; ".join(
+            f"{c.name} {fmt(c.effect, digits)} (MDE {fmt(c.mde, digits)}; "
+            + (f"{c.seeds_needed} seeds would detect it)" if c.seeds_needed else "more than 1,000 seeds to detect it)")
+            for c in sorted(tested, key=lambda c: -abs(c.effect))
+        )
+        lines.append(f"**unresolved** (neither test rejects; minimum detectable effect at 80% power): {items}.")
+    untested = [c for c in by[UNRESOLVED] if c.reason]
+    if untested:
+        reasons = sorted({c.reason for c in untested})
+        lines.append(f"**unresolved**, no test ({'; '.join(reasons)}): {', '.join(c.name for c in untested)}.")
+    return lines
+
+
+def summary_per_task(model: ReportModel) -> list[str]:
+    """The generated findings of each env: the verdicts of the primary outcome in full, the others briefly."""
+    lines = []
+    for e in model.envs:
+        primary = e.outcome(model.plan.primary)
+        if primary is None or not primary.comparisons:
+            lines += [f"- **{e.env}**: no comparison with {model.baseline} (no finished runs of it).", ""]
+            continue
+        n = sorted({c.n for c in primary.comparisons.values()})
+        family = max(c.family_size for c in primary.comparisons.values())
+        lines.append(
+            f"- **{e.env}**, {primary.outcome.name} ({_plural(len(e.window), 'evaluation')}: steps "
+            f"{e.window[0]:,}-{e.window[-1]:,} of {e.training_steps:,}), n = {'/'.join(map(str, n))} seed pairs, "
+            + (f"family of {family}" if family else f"no test (fewer than {MIN_RUNS} pairs)")
+            + f", alpha = {model.plan.alpha:g}, equivalence margin ±{fmt(primary.margin)} "
+            f"({primary.margin_how}):"
+        )
+        lines += [f"  - {line}" for line in verdict_lines(primary.comparisons)]
+        for result in e.outcomes:
+            if result.primary or not result.comparisons:
+                continue
+            differs = [c for c in result.comparisons.values() if c.verdict == DIFFERS]
+            equivalent = [c for c in result.comparisons.values() if c.verdict == EQUIVALENT]
+            parts = [
+                "differs: " + ("; ".join(describe_comparison(c) for c in differs) if differs else "none"),
+                "equivalent: " + (", ".join(c.name for c in equivalent) if equivalent else "none"),
+            ]
+            rest = len(result.comparisons) - len(differs) - len(equivalent)
+            lines.append(f"  - {result.outcome.name.capitalize()}: {'; '.join(parts)}; unresolved: {rest}.")
+        lines.append("")
+    return lines
+
+
+def summary_across_tasks(model: ReportModel) -> list[str]:
+    """The generated findings across envs: sign tests, the two aggregates side by side, task-dependent components."""
+    across = model.across
+    if across is None:
+        return []
+    tests = across.sign_tests
+    lines = [
+        f"- Sign test per component over all seed pairs of {len(across.envs)} envs (exact binomial, Holm over "
+        f"{len(tests)} components), pairs in which the variant's {primary_name(model)} is higher than "
+        f"{model.baseline}'s: "
+        + "; ".join(
+            f"{t.variant} {t.higher} of {t.higher + t.lower} (p {fmt_p(t.p_raw)}, Holm {fmt_p(t.p_adjusted)})" for t in tests
+        )
+        + "."
+    ]
+    floors = [t for t in tests if math.isfinite(t.floor) and t.floor > model.plan.alpha]
+    if floors:
+        lines.append(
+            f"- Too few pairs for the sign test to pass the correction at alpha = {model.plan.alpha:g}: "
+            + ", ".join(f"{t.variant} (smallest Holm p {fmt_p(t.floor)})" for t in floors)
+            + "."
+        )
+    dependent = [t for t in tests if t.task_dependent]
+    if dependent:
+        items = "; ".join(
+            f"{t.variant} ("
+            + ", ".join(f"{env} {fmt(effect)}" for env, (verdict, effect) in t.verdicts.items() if verdict == DIFFERS)
+            + ")"
+            for t in dependent
+        )
+        lines.append(f"- **Task-dependent** (`differs` with opposite signs on different envs, not averaged): {items}.")
+    else:
+        lines.append("- No component `differs` with opposite signs on different envs.")
+    for aggregate in across.aggregates:
+        label = "min/max-normalized" if aggregate.method == "minmax" else "reference-normalized"
+        verdicts = verdict_lines(aggregate.comparisons, digits=3)
+        lines.append(f"- Aggregate, {label} (mean over envs of each seed's normalized difference, n = {len(across.seeds)}):")
+        lines += [f"  - {line}" for line in verdicts]
+    return [*lines, ""]
+
+
+def primary_name(model: ReportModel) -> str:
+    names = [e.outcome(model.plan.primary).outcome.name for e in model.envs if e.outcome(model.plan.primary)]
+    return names[0] if names else model.plan.primary
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# report.json
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def comparison_json(c: Comparison, s: VariantStats | None = None) -> dict[str, Any]:
+    entry = {
+        "verdict": c.verdict,
+        "test": c.test,
+        "reason": c.reason or None,
+        "n": c.n,
+        "effect": _number(c.effect),
+        "ci": [_number(c.ci[0]), _number(c.ci[1])] if c.ci else None,
+        "p_raw": _number(c.p_raw),
+        "p_adjusted": _number(c.p_adjusted),
+        "p_equivalence": _number(c.p_equivalence),
+        "p_equivalence_adjusted": _number(c.p_equivalence_adjusted),
+        "margin": _number(c.margin),
+        "mde": _number(c.mde),
+        "seeds_needed": c.seeds_needed,
+        "family_size": c.family_size,
+        "differences": list(c.differences),
+    }
+    if s is not None:
+        entry["iqm"] = _number(s.iqm)
+        entry["iqm_ci_not_corrected"] = list(s.iqm_ci) if s.iqm_ci else None
+    return entry
+
+
+def model_json(model: ReportModel) -> dict:
+    """The report model as plain JSON (``report.json``)."""
+    envs = {}
+    for e in model.envs:
+        envs[e.env] = {
+            "training_steps": e.training_steps,
+            "primary_window_timesteps": e.window,
+            "untrained_return": _number(e.untrained),
+            "outcomes": {
+                o.outcome.key: {
+                    "name": o.outcome.name,
+                    "definition": o.outcome.definition,
+                    "primary": o.primary,
+                    "margin": _number(o.margin),
+                    "margin_how": o.margin_how,
+                    "variants": {v: comparison_json(c, o.stats.get(v)) for v, c in o.comparisons.items()},
+                }
+                for o in e.outcomes
+            },
+        }
+    across = None
+    if model.across:
+        across = {
+            "envs": model.across.envs,
+            "seeds": model.across.seeds,
+            "sign_tests": {
+                t.variant: {
+                    "higher": t.higher,
+                    "lower": t.lower,
+                    "ties": t.ties,
+                    "p_raw": _number(t.p_raw),
+                    "p_adjusted": _number(t.p_adjusted),
+                    "smallest_adjusted_p": _number(t.floor),
+                    "task_dependent": t.task_dependent,
+                }
+                for t in model.across.sign_tests
+            },
+            "aggregates": {
+                a.method: {
+                    "how": a.how,
+                    "margin": a.margin,
+                    "variants": {v: comparison_json(c, a.stats.get(v)) for v, c in a.comparisons.items()},
+                }
+                for a in model.across.aggregates
+            },
+        }
+    return {
+        "plan": model.plan.to_dict(),
+        "declared_plan": model.declared.to_dict() if model.declared else None,
+        "plan_changes": model.plan_changes,
+        "baseline": model.baseline,
+        "bootstrap": {"reps": model.reps, "seed": model.seed},
+        "envs": envs,
+        "across_envs": across,
+        "sections": {s.title: s.json for s in model.sections},
+        "summary": {"per_task": summary_per_task(model), "across_tasks": summary_across_tasks(model)},
+    }
