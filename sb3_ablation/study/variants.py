@@ -13,8 +13,9 @@ A variant name is one of:
 
 Presets: ``leave-one-out`` (``td3`` and each switch off alone: 7 variants), ``factorial`` (all 2^6 = 64 switch
 combinations), ``factorial:<switch>,<switch>,...`` (the full 2^k design over the named switches, the others on; e.g.
-``factorial:target_networks,delayed_policy_update`` is 4 variants) and ``ddpg-to-td3`` (``ddpg``, then TD3's components added one at a time: clipped double Q, target policy
-smoothing, delayed policy update; the last step is ``td3``).
+``factorial:target_networks,delayed_policy_update`` is 4 variants) and ``ddpg-to-td3`` (``ddpg``, then TD3's
+components added one at a time: clipped double Q, target policy smoothing, delayed policy update; the last step is
+``td3``).
 
 Every configuration has one canonical name (the shortest spelling, ``no_...`` preferred on a tie, switches in
 ``SWITCHES`` order), so the same configuration asked for twice (say by ``leave-one-out`` and ``ddpg-to-td3``) is run
