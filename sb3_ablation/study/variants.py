@@ -12,8 +12,10 @@ A variant name is one of:
   ``ref_sb3_td3`` (Stable-Baselines3's own ``TD3``, with rl-zoo's ``td3`` hyperparameters).
 
 Presets: ``leave-one-out`` (``td3`` and each switch off alone: 7 variants), ``factorial`` (all 2^6 = 64 switch
-combinations) and ``ddpg-to-td3`` (``ddpg``, then TD3's components added one at a time: clipped double Q, target policy
-smoothing, delayed policy update; the last step is ``td3``).
+combinations), ``factorial:<switch>,<switch>,...`` (the full 2^k design over the named switches, the others on; e.g.
+``factorial:target_networks,delayed_policy_update`` is 4 variants) and ``ddpg-to-td3`` (``ddpg``, then TD3's
+components added one at a time: clipped double Q, target policy smoothing, delayed policy update; the last step is
+``td3``).
 
 Every configuration has one canonical name (the shortest spelling, ``no_...`` preferred on a tie, switches in
 ``SWITCHES`` order), so the same configuration asked for twice (say by ``leave-one-out`` and ``ddpg-to-td3``) is run
@@ -39,6 +41,8 @@ REFERENCE_ALGOS = {"ref_ddpg": "ddpg_scratch", "ref_sb3_td3": "td3"}
 ABLATABLE_ALGO = "ablatable_td3"
 
 PRESETS = ("leave-one-out", "factorial", "ddpg-to-td3")
+#: prefix of a factorial design over some switches: ``factorial:<switch>,<switch>,...``
+FACTORIAL_PREFIX = "factorial:"
 
 
 @dataclass(frozen=True)
@@ -125,22 +129,49 @@ def parse_variant(name: str) -> Variant:
     return Variant(canonical_name(switches), ABLATABLE_ALGO, switches)
 
 
+def parse_factorial_switches(preset: str) -> list[str]:
+    """
+    The switches of a ``factorial:<switch>,<switch>,...`` preset, in the order given.
+
+    :param preset: e.g. ``factorial:target_networks,clipped_double_q``
+    :return: the switch names
+    """
+    names = [name.strip() for name in preset[len(FACTORIAL_PREFIX) :].split(",") if name.strip()]
+    for name in names:
+        if name not in SWITCHES:
+            close = difflib.get_close_matches(name, SWITCHES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"unknown switch {name!r} in {preset!r}{hint}; expected switches among {', '.join(SWITCHES)}")
+    if len(names) < 2 or len(set(names)) != len(names):
+        raise ValueError(f"{preset!r} needs at least two different switches, e.g. factorial:target_networks,clipped_double_q")
+    return names
+
+
+def factorial_names(switches: Sequence[str]) -> list[str]:
+    """
+    The canonical names of the full 2^k design over ``switches`` (the other switches on): ``td3`` first, then by the
+    number of switches off.
+
+    :param switches: the k switches that vary
+    :return: the 2^k variant names
+    """
+    combos = sorted(itertools.product((True, False), repeat=len(switches)), key=lambda values: values.count(False))
+    return [canonical_name({**TD3_SWITCHES, **dict(zip(switches, values, strict=True))}) for values in combos]
+
+
 def expand_preset(preset: str) -> list[str]:
     """
     The variant names of a preset.
 
-    :param preset: ``leave-one-out``, ``factorial`` or ``ddpg-to-td3``
+    :param preset: ``leave-one-out``, ``factorial``, ``factorial:<switch>,...`` or ``ddpg-to-td3``
     :return: variant names, the full TD3 (or DDPG for the chain) first
     """
     if preset == "leave-one-out":
         return ["td3", *(f"no_{switch}" for switch in SWITCHES)]
     if preset == "factorial":
-        names = []
-        # td3 first, then by number of switches off
-        combos = sorted(itertools.product((True, False), repeat=len(SWITCHES)), key=lambda values: values.count(False))
-        for values in combos:
-            names.append(canonical_name(dict(zip(SWITCHES, values, strict=True))))
-        return names
+        return factorial_names(SWITCHES)
+    if preset.startswith(FACTORIAL_PREFIX):
+        return factorial_names(parse_factorial_switches(preset))
     if preset == "ddpg-to-td3":
         chain, switches = ["ddpg"], dict(DDPG_SWITCHES)
         for switch in TD3_ADDITIONS:
@@ -161,12 +192,15 @@ def resolve_variants(names: Iterable[str] | str) -> list[Variant]:
         names = [names]
     tokens: list[str] = []
     for item in names:
-        tokens += [token for token in str(item).replace(",", " ").split() if token]
+        for word in str(item).split():
+            # the commas of factorial:a,b name its switches; elsewhere they separate variants
+            tokens += [word] if word.startswith(FACTORIAL_PREFIX) else [token for token in word.split(",") if token]
     if not tokens:
         raise ValueError("no variants given; expected a preset (leave-one-out, factorial, ddpg-to-td3) or variant names")
     variants: dict[str, Variant] = {}
     for token in tokens:
-        for name in expand_preset(token) if token in PRESETS else [token]:
+        is_preset = token in PRESETS or token.startswith(FACTORIAL_PREFIX)
+        for name in expand_preset(token) if is_preset else [token]:
             variant = parse_variant(name)
             variants.setdefault(variant.name, variant)
     return list(variants.values())
