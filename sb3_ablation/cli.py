@@ -45,19 +45,24 @@ def version() -> str:
 def without_stderr_lines(prefix: bytes) -> Iterator[None]:
     """
     Drop the lines starting with ``prefix`` that anything in this process (C++ included) writes to file descriptor 2;
-    the other lines pass through unchanged.
+    the other lines pass through unchanged, as they come.
     """
+    end = b"\0sb3-ablation: end of stderr filter\0"
     sys.stderr.flush()
     read_end, write_end = os.pipe()
     saved = os.dup(2)
     os.dup2(write_end, 2)
-    os.close(write_end)
 
     def pump() -> None:
-        with open(read_end, "rb") as lines:
+        pending = b""
+        while chunk := os.read(read_end, 65536):
+            *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:
+                if line.endswith(end):  # a library may hold a copy of fd 2, so the pipe never ends by itself
+                    os.write(saved, line.removesuffix(end))
+                    return
                 if not line.startswith(prefix):
-                    os.write(saved, line)
+                    os.write(saved, line + b"\n")
 
     thread = threading.Thread(target=pump, daemon=True)
     thread.start()
@@ -65,9 +70,11 @@ def without_stderr_lines(prefix: bytes) -> Iterator[None]:
         yield
     finally:
         sys.stderr.flush()
-        os.dup2(saved, 2)  # closes the pipe's last write end: the pump reads to its end and stops
-        thread.join(timeout=5)
-        os.close(saved)
+        os.dup2(saved, 2)
+        os.write(write_end, end + b"\n")
+        thread.join()
+        for fd in (write_end, read_end, saved):
+            os.close(fd)
 
 
 def main(argv: list[str] | None = None) -> int:

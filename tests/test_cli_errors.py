@@ -359,3 +359,21 @@ def test_unreadable_run_record_is_named(tmp_path):
     (failed,) = [r for r in data.failed if r["seed"] == 2 and r["variant"] == "td3"]
     assert "unreadable run record" in failed["error"] and str(record) in failed["error"]
     assert (ENV, "td3", 2) not in data.missing
+
+
+def test_bench_filter_drops_only_the_profiler_lines():
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from sb3_ablation.cli import without_stderr_lines
+        with without_stderr_lines(b"USDT:"):
+            held = os.dup(2)  # as torch's profiler keeps one: the filter must still end
+            os.write(2, b"USDT:2026 profiler_start\\nkept 1\\n")
+            print("kept 2", file=sys.stderr)
+            os.write(held, b"USDT: from the copy\\npartial")
+        print(" line", file=sys.stderr)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert (result.returncode, result.stderr) == (0, "kept 1\nkept 2\npartial line\n")
