@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+import sb3_ablation
+
 pytestmark = pytest.mark.clean_install
 
 REPO = Path(__file__).resolve().parent.parent
@@ -77,6 +79,7 @@ def run(clean_install: tuple[Path, Path], *args: str) -> subprocess.CompletedPro
 
 def test_the_package_comes_from_the_clean_install(clean_install):
     bin_folder, work = clean_install
+    assert run(clean_install, "--version").stdout.strip() == f"sb3-ablation {sb3_ablation.__version__}"
     result = subprocess.run(
         [str(bin_folder / "python"), "-c", "import sb3_ablation, torch; print(sb3_ablation.__file__, torch.__version__)"],
         cwd=work,
@@ -102,9 +105,10 @@ def test_train_enjoy_record_video(clean_install):
 
 def test_study_and_report(clean_install):
     _, work = clean_install
-    run(clean_install, "study", "--env", "Pendulum-v1", "--variants", "td3", "no_clipped_double_q", "--seeds", "1",
-        "--n-timesteps", "300", "--eval-freq", "150", "--eval-episodes", "2", "--workers", "1", "--no-progress",
-        "--out", "study", "--hyperparams", *TINY)  # fmt: skip
-    assert len(list((work / "study" / "runs").glob("*/*/seed_0.json"))) == 2
+    # a shipped study, found by name, with rl-zoo's short flags
+    run(clean_install, "study", "--config", "pendulum", "--variants", "td3", "no_clipped_double_q", "--seed-list", "3",
+        "-n", "300", "--eval-freq", "150", "--eval-episodes", "2", "--workers", "1", "--no-progress", "-f", "study",
+        "-params", *TINY)  # fmt: skip
+    assert len(list((work / "study" / "runs").glob("Pendulum-v1/*/seed_3.json"))) == 2
     run(clean_install, "report", "study", "--reps", "200")
     assert "no_clipped_double_q" in (work / "study" / "report.md").read_text()
