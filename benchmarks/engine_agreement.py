@@ -5,7 +5,7 @@ CI, the IQM difference (batched - process) with its bootstrap CI, and the paired
 share each seed's initial weights and evaluation episodes) with its Student-t interval; the report's own statistics
 (sb3_ablation.study.statistics.outcome_statistics, rliable).
 
-    sb3-ablation study --config studies/pendulum.yml --engine batched --out docs/studies/pendulum-batched
+    sb3-ablation study --config pendulum --engine batched --out docs/studies/pendulum-batched
     python benchmarks/engine_agreement.py docs/studies/pendulum docs/studies/pendulum-batched \\
         --json benchmarks/results/engine_agreement_pendulum.json --markdown docs/studies/pendulum-batched/comparison.md
 """

@@ -1,13 +1,17 @@
 """The ``sb3-ablation`` command (also ``python -m sb3_ablation``): one entry point, one sub-command per job."""
 
+import contextlib
 import importlib
+import os
 import sys
+import threading
+from collections.abc import Iterator
 
 # sub-command -> (module, function, one-line help); modules are imported lazily so `--help` stays fast
 COMMANDS = {
     "train": ("sb3_ablation.zoo.train", "main", "train (or tune with -optimize) an agent, rl-zoo style"),
     "enjoy": ("sb3_ablation.zoo.enjoy", "main", "run a trained agent, rl-zoo style"),
-    "record-video": ("sb3_ablation.zoo.record_video", "main", "record a video of a trained agent, rl-zoo style"),
+    "record-video": ("sb3_ablation.zoo.record_video", "main", "record a video of a trained agent, rl-zoo style (mp4)"),
     "export": ("sb3_ablation.zoo.export", "main", "export an Optuna study's best trial as a zoo YAML entry"),
     "study": ("sb3_ablation.study.cli", "study_main", "run an ablation study (variants x envs x seeds)"),
     "report": ("sb3_ablation.study.cli", "report_main", "write the statistical report of a study folder"),
@@ -17,10 +21,60 @@ COMMANDS = {
 
 
 def _usage() -> str:
-    lines = ["usage: sb3-ablation <command> [options]", "", "commands:"]
-    lines += [f"  {name:<8}{help_text}" for name, (_, _, help_text) in COMMANDS.items()]
+    width = max(map(len, COMMANDS)) + 2
+    lines = ["usage: sb3-ablation <command> [options]", "       sb3-ablation --version", "", "commands:"]
+    lines += [f"  {name:<{width}}{help_text}" for name, (_, _, help_text) in COMMANDS.items()]
     lines += ["", "`sb3-ablation <command> --help` lists the options of a command."]
     return "\n".join(lines)
+
+
+def version() -> str:
+    """The installed distribution's version (the package's own ``__version__`` when run from a source tree)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as distribution_version
+
+    try:
+        return distribution_version("sb3-ablation")
+    except PackageNotFoundError:
+        from sb3_ablation import __version__
+
+        return __version__
+
+
+@contextlib.contextmanager
+def without_stderr_lines(prefix: bytes) -> Iterator[None]:
+    """
+    Drop the lines starting with ``prefix`` that anything in this process (C++ included) writes to file descriptor 2;
+    the other lines pass through unchanged, as they come.
+    """
+    end = b"\0sb3-ablation: end of stderr filter\0"
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    saved = os.dup(2)
+    os.dup2(write_end, 2)
+
+    def pump() -> None:
+        pending = b""
+        while chunk := os.read(read_end, 65536):
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                if line.endswith(end):  # a library may hold a copy of fd 2, so the pipe never ends by itself
+                    os.write(saved, line.removesuffix(end))
+                    return
+                if not line.startswith(prefix):
+                    os.write(saved, line + b"\n")
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.write(write_end, end + b"\n")
+        thread.join()
+        for fd in (write_end, read_end, saved):
+            os.close(fd)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,13 +82,21 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage())
         return 0
+    if argv[0] in ("-V", "--version"):
+        print(f"sb3-ablation {version()}")
+        return 0
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
         print(f"sb3-ablation: unknown command {command!r}; expected one of {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
+    from sb3_ablation.zoo.train import one_line_usage_errors
+
     module_name, function_name, _ = COMMANDS[command]
     sys.argv = [f"sb3-ablation {command}", *rest]
-    result = getattr(importlib.import_module(module_name), function_name)(rest)
+    # torch's profiler (Kineto) writes a "USDT: ... profiler_start/stop" line to stderr around every profiled step
+    quiet = without_stderr_lines(b"USDT:") if command == "bench" else contextlib.nullcontext()
+    with one_line_usage_errors(), quiet:
+        result = getattr(importlib.import_module(module_name), function_name)(rest)
     return int(result or 0)
 
 

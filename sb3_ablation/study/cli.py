@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from sb3_ablation.study.config import BACKENDS, StudyConfig, StudyError, load_config_file
+from sb3_ablation.study.config import BACKENDS, SeedList, StudyConfig, StudyError, load_config_file
 from sb3_ablation.study.plan import OUTCOMES, PlanError, parse_margins
+from sb3_ablation.zoo.train import one_line_usage_errors
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -27,18 +29,32 @@ DEMO = {
 }
 
 
+def _shipped_studies_help() -> str:
+    from sb3_ablation.study.config import shipped_studies
+
+    lines = ["shipped studies (--config NAME):"]
+    for name, path in shipped_studies().items():
+        first = next((line.lstrip("# ").strip() for line in path.read_text().splitlines() if line.startswith("#")), "")
+        lines.append(f"  {name:<18}{first}")
+    return "\n".join(lines)
+
+
 def _study_parser() -> argparse.ArgumentParser:
     # rl_zoo3's train parser describes one (algo, env, seed) run and its log folder; a study takes lists of envs,
-    # variants and seeds plus execution settings, so it has its own parser, with rl_zoo3's StoreDict for --hyperparams
-    # (the same key:value syntax and evaluation as `train`)
-    from rl_zoo3.utils import StoreDict
-
+    # variants and seeds plus execution settings, so it has its own parser, with rl_zoo3's short flags where they mean
+    # the same (-n, -params, -f, -tb, --verbose) and the same key:value syntax and evaluation for --hyperparams
     parser = argparse.ArgumentParser(
         prog="sb3-ablation study",
         description="Run an ablation study: every (env, variant, seed) is one run, trained and evaluated in parallel. "
         "Rerunning the same command resumes it (finished runs are skipped).",
+        epilog=_shipped_studies_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", help="study YAML file (see studies/); command-line flags override its settings")
+    parser.add_argument(
+        "--config",
+        help="a shipped study's name (listed below) or a study YAML file; a tuned best_<env>.yml written by "
+        "`train -optimize` or `export` works too (its envs with its hyperparameters). Flags override its settings",
+    )
     parser.add_argument("--env", "--envs", dest="envs", nargs="+", help="Gymnasium env ids, e.g. Pendulum-v1")
     parser.add_argument(
         "--variants",
@@ -46,15 +62,23 @@ def _study_parser() -> argparse.ArgumentParser:
         help="presets (leave-one-out, factorial, ddpg-to-td3) and/or names: td3, no_<switch>, combinations joined "
         "with '+', ddpg, ddpg+<switch>, ref_ddpg, ref_sb3_td3 (default: leave-one-out)",
     )
-    parser.add_argument("--seeds", nargs="+", type=int, help="a count (5 = seeds 0..4) or two or more seeds (default: 5)")
-    parser.add_argument("--n-timesteps", type=int, help="training steps per run (default: the zoo's for each env)")
+    seeds = parser.add_mutually_exclusive_group()
+    seeds.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        help="a count (--seeds 3: seeds 0, 1, 2) or two or more seeds (--seeds 3 7); default: 5",
+    )
+    seeds.add_argument("--seed-list", nargs="+", type=int, metavar="SEED", help="exactly these seeds, even one: --seed-list 7")
+    parser.add_argument("-n", "--n-timesteps", type=int, help="training steps per run (default: the zoo's for each env)")
     parser.add_argument("--eval-freq", type=int, help="evaluate every this many steps (default: n_timesteps / 20)")
     parser.add_argument("--eval-episodes", type=int, help="deterministic episodes per evaluation (default: 10)")
     parser.add_argument("--eval-max-episode-steps", type=int, help="cut evaluation episodes at this many steps")
     parser.add_argument(
+        "-params",
         "--hyperparams",
         nargs="+",
-        action=StoreDict,
+        metavar="KEY:VALUE",
         help="overrides of the zoo hyperparameters for every env, rl-zoo syntax: learning_starts:1000 "
         'policy_kwargs:"dict(net_arch=[64, 64])"',
     )
@@ -74,14 +98,35 @@ def _study_parser() -> argparse.ArgumentParser:
         help="checkpoint each run every STEPS steps (mid-episode too); a killed run resumes from its "
         "last checkpoint with the same result (default: 50000; 0: no checkpoints)",
     )
-    parser.add_argument("--out", help="output folder (default: runs/study)")
+    parser.add_argument("-f", "--out", help="output folder (default: runs/study)")
+    parser.add_argument(
+        "-tb",
+        "--tensorboard-log",
+        metavar="FOLDER",
+        help="tensorboard logs of the runs in FOLDER/<variant>/seed_<k>/<env> (needs tensorboard)",
+    )
     parser.add_argument("--report", action="store_true", help="write the report when the study is done")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--verbose",
+        type=int,
+        choices=(0, 1, 2),
+        default=1,
+        help="0: the summary only; 1 (default): also the progress bar and a line per failed or resumed run; "
+        "2: also a line per finished run",
+    )
     return parser
 
 
 def config_from_args(args: argparse.Namespace) -> StudyConfig:
     """File settings first, then the flags given on the command line, then defaults."""
+    from sb3_ablation.zoo.hyperparams import ZooConfigError
+    from sb3_ablation.zoo.train import parse_key_values
+
+    try:
+        hyperparams = parse_key_values("--hyperparams", args.hyperparams)
+    except ZooConfigError as error:
+        raise StudyError(str(error)) from None
     settings: dict[str, Any] = load_config_file(args.config) if args.config else {}
     for name in (
         "envs",
@@ -95,7 +140,7 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
     ):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
-    for name in ("backend", "address", "device", "engine", "out"):
+    for name in ("backend", "address", "device", "engine", "out", "tensorboard_log"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     if args.envs is not None and settings.get("env_hyperparams"):
@@ -103,13 +148,18 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
         settings["env_hyperparams"] = {env: hp for env, hp in settings["env_hyperparams"].items() if env in args.envs}
     if args.seeds is not None:
         settings["seeds"] = args.seeds
-    if args.hyperparams:
-        settings["hyperparams"] = {**(settings.get("hyperparams") or {}), **args.hyperparams}
+    if args.seed_list is not None:
+        settings["seeds"] = SeedList(args.seed_list)
+    if hyperparams:
+        settings["hyperparams"] = {**(settings.get("hyperparams") or {}), **hyperparams}
     settings.setdefault("variants", ["leave-one-out"])
     settings.setdefault("seeds", 5)
     settings.setdefault("out", "runs/study")
     settings.setdefault("envs", [])
-    settings["progress"] = not args.no_progress
+    settings["progress"] = not args.no_progress and args.verbose >= 1
+    settings["verbose"] = args.verbose
+    if settings.get("tensorboard_log") and importlib.util.find_spec("tensorboard") is None:
+        raise StudyError("-tb needs tensorboard, which is not installed: pip install 'sb3-ablation[tensorboard]'")
     return StudyConfig(**settings)
 
 
@@ -143,7 +193,8 @@ def _report(out: str, reps: int | None = None, seed: int | None = None, **plan_c
 
 def study_main(argv: list[str] | None = None) -> int:
     """``sb3-ablation study``: run or resume a study. Exit code 1 when runs failed, 2 on bad input."""
-    args = _study_parser().parse_args(argv)
+    with one_line_usage_errors():
+        args = _study_parser().parse_args(argv)
     try:
         config = config_from_args(args)
         return _run(config, args.report)
@@ -165,7 +216,8 @@ def report_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--power", type=float, help="power of the minimum detectable effect (default: 0.8)")
     parser.add_argument("--final-fraction", type=float, help="share of training the primary outcome averages (0.1)")
     parser.add_argument("--margin", action="append", metavar="ENV=VALUE", help="equivalence margin of an env (repeatable)")
-    args = parser.parse_args(argv)
+    with one_line_usage_errors():
+        args = parser.parse_args(argv)
     if args.reps is not None and args.reps < 100:
         print(f"sb3-ablation report: --reps must be at least 100, got {args.reps}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -191,7 +243,8 @@ def demo_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/demo", help="output folder (default: runs/demo)")
     parser.add_argument("--workers", type=int, help="runs in parallel (default: one per core)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    args = parser.parse_args(argv)
+    with one_line_usage_errors():
+        args = parser.parse_args(argv)
     try:
         config = StudyConfig(**DEMO, out=args.out, workers=args.workers, progress=not args.no_progress)
         print(f"demo: {len(config.variants)} variants x {len(config.seeds)} seeds on Pendulum-v1, report in {args.out}")

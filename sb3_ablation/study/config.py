@@ -54,6 +54,10 @@ class StudyConfig:
     :param analysis: the analysis plan of the report (see :class:`~sb3_ablation.study.plan.AnalysisPlan`; empty: the
         defaults)
     :param progress: show a progress bar
+    :param tensorboard_log: folder for the runs' tensorboard logs (``<folder>/<variant>/seed_<k>/<env>``, as rl_zoo3
+        adds the env), ``None``: none
+    :param verbose: console output: 0 the summary only, 1 also the progress bar and a line per failed or resumed run,
+        2 also a line per finished run
     """
 
     envs: list[str]
@@ -74,6 +78,8 @@ class StudyConfig:
     engine: str = "process"
     analysis: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
+    tensorboard_log: str | None = None
+    verbose: int = 1
 
     def __post_init__(self) -> None:
         if isinstance(self.envs, str):
@@ -82,6 +88,7 @@ class StudyConfig:
         if not self.envs:
             raise StudyError("no environment given; expected at least one env id, e.g. --env Pendulum-v1")
         self.seeds = parse_seeds(self.seeds)
+        check_out_folder(self.out)
         # canonical names: the same configuration asked for twice is run once
         try:
             self.variants = [variant.name for variant in resolve_variants(self.variants)]
@@ -139,9 +146,23 @@ def _check_positive_int(name: str, value: Any, optional: bool = False) -> None:
         raise StudyError(f"{name} must be a positive integer, got {value!r}")
 
 
+class SeedList(list):
+    """Seeds given one by one (``--seed-list``, ``seed_list:``): a single number is a seed, not a count."""
+
+
+def check_out_folder(out: str | os.PathLike) -> None:
+    """:raise StudyError: ``out`` or one of its parents exists and is not a folder (nothing is created here)"""
+    path = Path(out)
+    for folder in (path, *path.parents):
+        if folder.exists() and not folder.is_dir():
+            where = "" if folder == path else f" (its parent {str(folder)!r} is a file)"
+            raise StudyError(f"output folder {str(out)!r} is not a folder{where}; expected a folder path for --out")
+
+
 def parse_seeds(seeds: int | str | list[int] | None) -> list[int]:
     """
-    ``5`` (or ``[5]``) means seeds 0..4; a list of two or more numbers is the seeds themselves.
+    ``5`` (or ``[5]``) means seeds 0..4; a list of two or more numbers, or a :class:`SeedList` of any length, is the
+    seeds themselves.
 
     :param seeds: a count or a list of seeds
     :return: the seeds, sorted, without duplicates
@@ -156,7 +177,7 @@ def parse_seeds(seeds: int | str | list[int] | None) -> list[int]:
         raise StudyError(f"seeds must be integers, got {seeds!r}") from None
     if any(value < 0 for value in values) or not values:
         raise StudyError(f"seeds must be non-negative integers, got {seeds!r}")
-    if len(values) == 1:
+    if len(values) == 1 and not isinstance(seeds, SeedList):
         if values[0] == 0:
             raise StudyError("--seeds 0 runs nothing; give a count >= 1 or a list of two or more seeds")
         return list(range(values[0]))
@@ -168,27 +189,67 @@ def to_jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=repr, sort_keys=True))
 
 
+def shipped_studies() -> dict[str, Path]:
+    """The study files shipped with the package (``sb3_ablation/studies/<name>.yml``), by name."""
+    folder = Path(__file__).resolve().parent.parent / "studies"
+    return {path.stem: path for path in sorted(folder.glob("*.yml"))}
+
+
+def find_config_file(name: str | os.PathLike) -> Path:
+    """
+    :param name: a study file's path, or the name of a shipped study (``pendulum``)
+    :return: the file
+    :raise StudyError: neither a file nor a shipped study's name
+    """
+    path = Path(name)
+    if path.is_file():
+        return path
+    shipped = shipped_studies()
+    if str(name) in shipped:
+        return shipped[str(name)]
+    raise StudyError(f"study file {str(name)!r} not found; expected a YAML file or a shipped study: {', '.join(shipped)}")
+
+
 def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
     """
     Read a study YAML file into keyword arguments of :class:`StudyConfig` (dashes in keys read as underscores).
 
-    :param path: the YAML file
+    A tuned zoo file (the ``best_<env>.yml`` that ``train -optimize`` or ``export`` writes: env ids mapping to zoo
+    hyperparameters) reads as a study of those envs with those hyperparameters (``env_hyperparams``), less the
+    component switches, which the variants set.
+
+    :param path: the YAML file, or the name of a shipped study (see :func:`shipped_studies`)
     :return: the keyword arguments
     """
-    path = Path(path)
-    if not path.is_file():
-        raise StudyError(f"study file {str(path)!r} not found")
-    with open(path) as file:
-        data = yaml.safe_load(file) or {}
+    path = find_config_file(path)
+    try:
+        with open(path) as file:
+            data = yaml.safe_load(file) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        problem = " ".join(str(error).split())
+        raise StudyError(f"study file {str(path)!r} is not readable YAML: {problem}") from None
     if not isinstance(data, dict):
         raise StudyError(f"study file {str(path)!r} must hold a mapping of settings, got {type(data).__name__}")
-    known = {f.name for f in fields(StudyConfig)} | {"env"}
+    known = {f.name for f in fields(StudyConfig)} | {"env", "seed_list"}
+    if data and all(isinstance(value, dict) for value in data.values()) and not set(map(str, data)) & known:
+        # a zoo file: {env_id: hyperparameters}; "default" applies to every env, as in the zoo; the switches are
+        # left out (the variants set them)
+        from sb3_ablation import SWITCHES
+
+        entries = {str(env): {k: v for k, v in entry.items() if k not in SWITCHES} for env, entry in data.items()}
+        default = entries.pop("default", {})
+        if not entries:
+            raise StudyError(f"{str(path)!r} holds only a 'default' entry; a study needs env ids")
+        return {"envs": list(entries), "env_hyperparams": {env: {**default, **entry} for env, entry in entries.items()}}
     kwargs = {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
         if name not in known:
             raise StudyError(f"unknown setting {key!r} in {str(path)!r}; expected one of {', '.join(sorted(known))}")
-        kwargs["envs" if name == "env" else name] = value
+        if name == "seed_list":
+            kwargs["seeds"] = SeedList(value if isinstance(value, list) else [value])
+        else:
+            kwargs["envs" if name == "env" else name] = value
     return kwargs
 
 
@@ -243,6 +304,9 @@ def make_tasks(config: StudyConfig, variants: list[Variant], resolved: dict[str,
             "eval_max_episode_steps": config.eval_max_episode_steps,
             "device": config.device,
             "checkpoint_freq": config.checkpoint_freq,
+            "tensorboard_log": (
+                str(Path(config.tensorboard_log) / variant.name / f"seed_{seed}") if config.tensorboard_log else None
+            ),
         }
         for seed in config.seeds
         for env_id in config.envs

@@ -125,6 +125,7 @@ def make_manager(task: dict[str, Any], trained_agent: str = "") -> Any:
         log_interval=-1,
         verbose=0,
         device=task["device"],
+        tensorboard_log=task.get("tensorboard_log") or "",
     )
 
 

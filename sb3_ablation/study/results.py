@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sb3_ablation.study.store import iter_runs, read_manifest
+from sb3_ablation.study.store import iter_runs, read_manifest, unreadable_runs
 
 # The training diagnostics of a format-2 record, in the order the report shows them (q2_mean is left out: the twin
 # gap |Q1 - Q2| says what a second critic adds)
@@ -153,6 +153,7 @@ def load_study(out: str | os.PathLike) -> StudyData:
             envs.append(record["env"])
         if record["variant"] not in variants:
             variants.append(record["variant"])
+    failed += unreadable_runs(out, envs, variants)  # named as such in the report; a rerun redoes them
     for by_variant in runs.values():
         for run_list in by_variant.values():
             run_list.sort(key=lambda run: run.seed)

@@ -17,9 +17,18 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from sb3_ablation.study.backends import default_workers, failed_record, run_local, run_ray
-from sb3_ablation.study.config import StudyConfig, check_envs, make_tasks, resolve_hyperparams
+from sb3_ablation.study.config import StudyConfig, StudyError, check_envs, make_tasks, resolve_hyperparams
 from sb3_ablation.study.execute import execute_run, library_versions
-from sb3_ablation.study.store import iter_runs, open_manifest, read_run, run_path, safe_name, study_lock, write_run
+from sb3_ablation.study.store import (
+    RunCheckpoints,
+    iter_runs,
+    open_manifest,
+    read_run,
+    run_path,
+    safe_name,
+    study_lock,
+    write_run,
+)
 from sb3_ablation.study.variants import Variant
 
 # importable from here as before the split into plan (config), execute (execute, backends) and store
@@ -38,15 +47,51 @@ class StudyResult:
     skipped: int = 0
     ok: int = 0
     failed: list[str] = field(default_factory=list)
+    #: runs of this invocation that raised warnings
+    warned: int = 0
 
     def summary(self) -> str:
         runs = Path(self.out) / "runs"
-        text = f"{self.total} runs in {self.out}: {self.skipped} already done, {self.ok} finished now"
+        text = f"{plural(self.total, 'run')} in {self.out}: {self.skipped} already done, {self.ok} finished now"
         text += f"\nrun records and final models: {runs}/<env>/<variant>/seed_<k>.json and .zip"
+        if self.warned:
+            text += (
+                f"\n{plural(self.warned, 'run')} raised warnings: `sb3-ablation report {self.out}` lists them "
+                "(and each record's 'warnings')"
+            )
         if self.failed:
-            text += f"\n{len(self.failed)} failed runs (their records say why; rerun the same command to retry them):"
+            text += (
+                f"\n{plural(len(self.failed), 'failed run')} (their records say why; rerun the same command to retry them):"
+            )
             text += "".join(f"\n  {line}" for line in self.failed)
         return text
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 run``, ``2 runs`` (``nouns``: the plural when it is not ``noun + "s"``)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def check_before_writing(config: StudyConfig, variants: list[Variant], resolved: dict[str, dict[str, dict]]) -> None:
+    """
+    What would otherwise fail only once the output folder exists: an algorithm that cannot act in an env, or the Ray
+    backend without Ray.
+
+    :raise StudyError: one line naming the problem
+    """
+    from sb3_ablation.zoo.hyperparams import ZooConfigError, check_action_space
+
+    for env_id in config.envs:
+        for algo in dict.fromkeys(variant.algo for variant in variants):
+            try:
+                check_action_space(algo, env_id, resolved[env_id][algo].get("env_kwargs"))
+            except ZooConfigError as error:
+                raise StudyError(str(error)) from None
+    if config.backend == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise StudyError("--backend ray needs Ray, which is not installed: pip install 'sb3-ablation[ray]'") from None
 
 
 def run_study(config: StudyConfig, log: Callable[[str], Any] = print) -> StudyResult:
@@ -61,6 +106,7 @@ def run_study(config: StudyConfig, log: Callable[[str], Any] = print) -> StudyRe
     check_envs(config.envs)
     variants = config.variant_objects
     resolved = resolve_hyperparams(config, variants)
+    check_before_writing(config, variants, resolved)
     with study_lock(config.out):
         return _run_locked(config, variants, resolved, log)
 
@@ -77,15 +123,19 @@ def _run_locked(
     result = StudyResult(out=str(config.out), total=len(tasks))
     pending = []
     for task in tasks:
-        previous = read_run(run_path(config.out, task["env"], task["variant"], task["seed"]))
+        path = run_path(config.out, task["env"], task["variant"], task["seed"])
+        previous = read_run(path)
         if previous is not None and previous.get("status") == "ok":
             result.skipped += 1
         else:
+            if previous is None and path.exists():
+                log(f"run record {path} is unreadable; the run is done again")
             pending.append(task)
     if not pending:
         log(result.summary())
         return result
 
+    checkpointed = sum(RunCheckpoints(task["record"]).latest() is not None for task in pending)
     n_runs, groups, execution = len(pending), "", {}
     if config.engine == "batched":
         from sb3_ablation.study.batched import execute_group, failed_group, make_groups
@@ -98,10 +148,12 @@ def _run_locked(
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ["MKL_NUM_THREADS"] = "1"
     if config.backend == "ray":
-        where = f"the Ray cluster at {config.address}" if config.address else f"a local Ray with {workers} CPUs"
+        where = f"the Ray cluster at {config.address}" if config.address else f"a local Ray with {plural(workers, 'CPU')}"
     else:
-        where = f"{workers} worker processes"
-    log(f"{n_runs} runs to do{groups} ({result.skipped} of {len(tasks)} already done) on {where}")
+        where = plural(workers, "worker process", "worker processes")
+    log(f"{plural(n_runs, 'run')} to do{groups} ({result.skipped} of {len(tasks)} already done) on {where}")
+    if checkpointed and config.verbose >= 1:
+        log(f"{plural(checkpointed, 'run')} will resume from {'its' if checkpointed == 1 else 'their'} last checkpoint")
     progress = tqdm(
         total=len(tasks), initial=result.skipped, desc="runs", unit="run", disable=not config.progress, file=sys.stderr
     )
@@ -112,12 +164,19 @@ def _run_locked(
                 on_result(run)
             return
         write_run(run_path(config.out, record["env"], record["variant"], record["seed"]), record)
+        name = f"{record['env']} {record['variant']} seed {record['seed']}"
+        result.warned += bool(record.get("warnings"))
+        if record.get("resumed_from") and config.verbose >= 1:
+            progress.write(f"run resumed from its checkpoint at step {record['resumed_from']}: {name}")
         if record["status"] == "ok":
             result.ok += 1
+            if config.verbose >= 2:
+                progress.write(f"run finished: {name} ({len(record.get('warnings') or [])} warnings)")
         else:
             error = (record.get("error") or "unknown error").splitlines()[0]
-            result.failed.append(f"{record['env']} {record['variant']} seed {record['seed']}: {error}")
-            progress.write(f"run failed: {result.failed[-1]}")
+            result.failed.append(f"{name}: {error}")
+            if config.verbose >= 1:
+                progress.write(f"run failed: {result.failed[-1]}")
         failed = f", {len(result.failed)} failed" if result.failed else ""
         progress.set_postfix_str(f"last: {record['variant']} seed {record['seed']}{failed}", refresh=False)
         progress.update(1)

@@ -80,6 +80,28 @@ def iter_runs(out: str | os.PathLike) -> Iterable[dict]:
             yield record
 
 
+def unreadable_runs(out: str | os.PathLike, envs: Iterable[str], variants: Iterable[str]) -> list[dict]:
+    """
+    The run files under ``<out>/runs`` that exist but cannot be read (corrupt or truncated): rerunning the study
+    redoes those runs.
+
+    :return: for each, a failed-run entry (``env``, ``variant``, ``seed``, ``status: "unreadable"``, ``error``)
+    """
+    env_names, variant_names = {safe_name(e): e for e in envs}, {safe_name(v): v for v in variants}
+    entries = []
+    for path in sorted((Path(out) / "runs").glob("*/*/seed_*.json")):
+        if read_run(path) is None:
+            env, variant = path.parent.parent.name, path.parent.name
+            entries.append({
+                "env": env_names.get(env, env),
+                "variant": variant_names.get(variant, variant),
+                "seed": int(path.stem.removeprefix("seed_")) if path.stem.removeprefix("seed_").isdigit() else -1,
+                "status": "unreadable",
+                "error": f"unreadable run record {path} (corrupt or truncated); rerunning the study redoes the run",
+            })  # fmt: skip
+    return entries
+
+
 def finite_or_none(value: Any) -> Any:
     """JSON has no NaN: store non-finite floats as null (read back as NaN by the report)."""
     if isinstance(value, float) and not np.isfinite(value):
@@ -264,8 +286,14 @@ def read_manifest(out: str | os.PathLike) -> dict:
     path = Path(out) / MANIFEST_NAME
     if not path.is_file():
         raise StudyError(f"{out} is not a study folder (no {MANIFEST_NAME}); run `sb3-ablation study --out {out}` first")
-    with open(path) as file:
-        return json.load(file)
+    try:
+        with open(path) as file:
+            manifest = json.load(file)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise StudyError(f"{path} is not a readable study manifest ({error})") from None
+    if not isinstance(manifest, dict) or not all(key in manifest for key in ("envs", "variants", "seeds")):
+        raise StudyError(f"{path} is not a study manifest (no envs, variants and seeds)")
+    return manifest
 
 
 LOCK_NAME = ".study.lock"

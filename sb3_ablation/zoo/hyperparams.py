@@ -142,6 +142,37 @@ def check_env_id(env_id: str) -> None:
         raise ZooConfigError(f"unknown environment {env_id!r}{closest(env_id, gym.envs.registry.keys())}")
 
 
+#: Algorithms that act in continuous (Box) action spaces only: ours, SB3's TD3 and DDPG, and SAC / TQC.
+CONTINUOUS_ONLY = (*OWN_ALGOS, "td3", "ddpg", "sac", "tqc")
+
+
+def check_action_space(algo: str, env_id: str, env_kwargs: dict[str, Any] | None = None) -> None:
+    """
+    Make the env once and check that ``algo`` can act in it, before anything is written (rl_zoo3 would fail later,
+    on its action-noise assertion, and blame the config).
+
+    :param algo: the algorithm
+    :param env_id: a registered Gymnasium env id
+    :param env_kwargs: the env's keyword arguments (``--env-kwargs``)
+    :raise ZooConfigError: ``algo`` needs continuous actions and the env's are not a ``Box``
+    """
+    if algo not in CONTINUOUS_ONLY:
+        return
+    try:
+        env = gym.make(env_id, **(env_kwargs or {}))
+    except Exception:  # e.g. a bad env_kwarg: the run's own set-up reports it, with its context
+        return
+    try:
+        space = env.action_space
+    finally:
+        env.close()
+    if not isinstance(space, gym.spaces.Box):
+        raise ZooConfigError(
+            f"{algo} needs continuous (Box) actions, but {env_id} has {space}; "
+            "pick a continuous-action env, e.g. Pendulum-v1 or LunarLanderContinuous-v3"
+        )
+
+
 def entry_name(conf_file: str, env_id: str) -> str:
     """
     :return: the entry of ``conf_file`` that rl_zoo3 uses for ``env_id`` (the env id itself, or ``default``);

@@ -18,12 +18,20 @@ def main(argv: list[str] | None = None) -> int:
     :return: exit status (0: done, 2: bad input)
     """
     from sb3_ablation.zoo.enjoy import run_trained_model_command
+    from sb3_ablation.zoo.hyperparams import ZooConfigError
 
-    # rl_zoo3 ships record_video as a script (its code runs under `if __name__ == "__main__"`)
+    def check_moviepy() -> None:
+        try:  # SB3's VecVideoRecorder would fail only at the first frame, with a traceback
+            import moviepy  # noqa: F401
+        except ImportError:
+            raise ZooConfigError("record-video needs moviepy, which is not installed: pip install moviepy") from None
+
     return run_trained_model_command(
         PROG,
         sys.argv[1:] if argv is None else list(argv),
+        # rl_zoo3 ships record_video as a script (its code runs under `if __name__ == "__main__"`)
         lambda: runpy.run_module("rl_zoo3.record_video", run_name="__main__"),
+        check=check_moviepy,
     )
 
 

@@ -54,6 +54,7 @@ def _peek_parser() -> argparse.ArgumentParser:
     parser.add_argument("--algo", default="ppo")
     parser.add_argument("--env", default="CartPole-v1")
     parser.add_argument("-f", "--log-folder", default="logs")
+    parser.add_argument("-n", "--n-timesteps", type=int, default=None)
     parser.add_argument("-conf", "--conf-file", default=None)
     parser.add_argument("-params", "--hyperparams", nargs="+", default=None)
     parser.add_argument("--env-kwargs", nargs="+", default=None)
@@ -91,6 +92,26 @@ def parse_key_values(flag: str, items: list[str] | None) -> dict[str, Any]:
     return parsed
 
 
+def check_budget(flag: str, value: int | None) -> None:
+    """:raise ZooConfigError: a budget given as zero or below (rl_zoo3 would silently take its default instead)"""
+    from sb3_ablation.zoo.hyperparams import ZooConfigError
+
+    if value is not None and value <= 0:
+        raise ZooConfigError(f"{flag} {value}: expected a positive number of timesteps")
+
+
+def _one_line_error(parser: argparse.ArgumentParser, message: str) -> None:
+    """``ArgumentParser.error`` without the usage block: one line, exit status 2."""
+    parser.exit(2, f"{parser.prog}: error: {message} (see --help)\n")
+
+
+@contextlib.contextmanager
+def one_line_usage_errors() -> Iterator[None]:
+    """Inside, every argparse parser (ours and rl_zoo3's) reports a usage error on one line."""
+    with patched(argparse.ArgumentParser, "error", _one_line_error):
+        yield
+
+
 @contextlib.contextmanager
 def patched(target: Any, name: str, value: Any) -> Iterator[None]:
     """Temporarily replace ``target.name`` (restored afterwards, also on error)."""
@@ -124,15 +145,17 @@ def run_command(prog: str, body: Callable[[], int]) -> int:
 
 def _check(peek: argparse.Namespace, own: argparse.Namespace) -> None:
     """Check what rl_zoo3 would only fail on with a traceback (or not at all) before anything runs."""
-    from sb3_ablation.zoo.hyperparams import ZooConfigError, check_algo, check_env_id
+    from sb3_ablation.zoo.hyperparams import ZooConfigError, check_action_space, check_algo, check_env_id
 
     for module in peek.gym_packages:
         importlib.import_module(module)
     check_algo(peek.algo)
     check_env_id(peek.env)
+    check_budget("-n", peek.n_timesteps)
     parse_key_values("--hyperparams", peek.hyperparams)
-    parse_key_values("--env-kwargs", peek.env_kwargs)
+    env_kwargs = parse_key_values("--env-kwargs", peek.env_kwargs)
     parse_key_values("--eval-env-kwargs", peek.eval_env_kwargs)
+    check_action_space(peek.algo, peek.env, env_kwargs)
     conf = peek.conf_file
     if conf is not None and conf.endswith((".yml", ".yaml", ".py")) and not Path(conf).is_file():
         raise ZooConfigError(f"--conf-file {conf}: file not found")
@@ -169,7 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     :param argv: rl_zoo3 ``train`` arguments plus ours (see the module docstring); ``sys.argv[1:]`` by default
     :return: exit status (0: done, 2: bad input)
     """
-    argv = sys.argv[1:] if argv is None else list(argv)
+    with one_line_usage_errors():
+        return _main(sys.argv[1:] if argv is None else list(argv))
+
+
+def _main(argv: list[str]) -> int:
     own_parser = _own_parser()
     own, rest = own_parser.parse_known_args(argv)
 

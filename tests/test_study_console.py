@@ -1,0 +1,51 @@
+"""What the study console says: counts with their plurals, an unreadable record redone, a resume, runs with warnings."""
+
+import json
+import shutil
+
+from sb3_ablation.study.config import StudyConfig
+from sb3_ablation.study.runner import run_path, run_study
+from sb3_ablation.study.store import RunCheckpoints
+
+
+def test_console_names_unreadable_records_resumes_and_warnings(tmp_path):
+    config = StudyConfig(
+        envs=["Pendulum-v1"],
+        variants=["td3"],
+        seeds=1,
+        out=str(tmp_path),
+        n_timesteps=200,
+        eval_freq=100,
+        eval_episodes=1,
+        eval_max_episode_steps=20,
+        hyperparams={"learning_starts": 100, "policy_kwargs": "dict(net_arch=[8])", "batch_size": 16},
+        workers=1,
+        progress=False,
+    )
+    lines: list[str] = []
+    result = run_study(config, log=lines.append)
+    assert result.ok == 1 and not result.warned
+    assert lines[0] == "1 run to do (0 of 1 already done) on 1 worker process"
+    assert lines[1].startswith(f"1 run in {tmp_path}: 0 already done, 1 finished now")
+    record = run_path(tmp_path, "Pendulum-v1", "td3", 0)
+
+    # a truncated record: said, and the run done again
+    record.write_text(record.read_text()[:50])
+    lines.clear()
+    assert run_study(config, log=lines.append).ok == 1
+    assert lines[0] == f"run record {record} is unreadable; the run is done again"
+    assert json.loads(record.read_text())["status"] == "ok"
+
+    # a run with a checkpoint (here one whose state cannot be read: the run warns and starts over)
+    checkpoint = RunCheckpoints(record).folder / "step_100"
+    checkpoint.mkdir(parents=True)
+    shutil.copy(record.with_suffix(".zip"), checkpoint / "model.zip")
+    (checkpoint / "state.pkl").write_bytes(b"not a pickle")
+    (checkpoint.parent / "latest.json").write_text(json.dumps({"folder": "step_100"}))
+    record.unlink()
+    lines.clear()
+    again = run_study(config, log=lines.append)
+    assert again.ok == 1 and again.warned == 1
+    assert lines[1] == "1 run will resume from its last checkpoint"
+    assert "1 run raised warnings" in lines[-1]
+    assert any("not resumed" in warning for warning in json.loads(record.read_text())["warnings"])
