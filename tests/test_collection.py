@@ -8,7 +8,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
 
 from sb3_ablation import AblatableTD3
-from sb3_ablation.common.collection import TrainingModeSwitch
+from sb3_ablation.ddpg.policies import DDPGPolicy
 
 
 class RecordActions(BaseCallback):
@@ -45,7 +45,7 @@ def test_lean_collection_equals_sb3_collection():
     ours, our_actions, our_numpy_state, our_torch_state = learn(AblatableTD3)
     reference, reference_actions, reference_numpy_state, reference_torch_state = learn(sb3.TD3)
     # the lean path was taken
-    assert ours._lean_observations and isinstance(ours.policy.set_training_mode, TrainingModeSwitch)
+    assert ours._lean_observations and ours.policy._training_flag_modules is not None
     assert len(our_actions) == len(reference_actions) == 250
     assert all(np.array_equal(a, b) for a, b in zip(our_actions, reference_actions, strict=True))
     assert ours.replay_buffer.full and np.array_equal(ours.replay_buffer.timeouts, reference.replay_buffer.timeouts)
@@ -62,11 +62,28 @@ def test_lean_collection_equals_sb3_collection():
 
 def test_training_mode_switch_sets_every_online_module():
     model = AblatableTD3("MlpPolicy", "Pendulum-v1", policy_kwargs=dict(net_arch=[8]))
-    switch = model.policy.set_training_mode
-    assert isinstance(switch, TrainingModeSwitch)
+    assert type(model.policy).set_training_mode is DDPGPolicy.set_training_mode  # the class's method, not patched
+    assert model.policy._training_flag_modules is not None  # the direct path is taken
     for mode in (True, False, True):
-        switch(mode)
+        model.policy.set_training_mode(mode)
         assert model.policy.training is mode
         assert all(module.training is mode for module in [*model.actor.modules(), *model.critic.modules()])
     # target networks are never trained: they stay in evaluation mode
     assert not any(module.training for module in [*model.actor_target.modules(), *model.critic_target.modules()])
+
+
+def test_training_mode_walks_modules_that_override_train():
+    class CountingReLU(th.nn.ReLU):
+        calls = 0
+
+        def train(self, mode: bool = True):
+            CountingReLU.calls += 1
+            return super().train(mode)
+
+    model = AblatableTD3("MlpPolicy", "Pendulum-v1", policy_kwargs=dict(net_arch=[8], activation_fn=CountingReLU))
+    assert model.policy._training_flag_modules is None
+    CountingReLU.calls = 0
+    model.policy.set_training_mode(False)
+    n_relus = sum(isinstance(module, CountingReLU) for network in (model.actor, model.critic) for module in network.modules())
+    assert n_relus == 3 and CountingReLU.calls == n_relus  # the actor's, then each critic's: nn.Module.train's walk
+    assert not model.actor.training and not model.critic.training

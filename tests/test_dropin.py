@@ -20,8 +20,8 @@ from stable_baselines3.her import HerReplayBuffer
 
 from sb3_ablation import DDPG, SWITCHES, AblatableTD3
 from sb3_ablation.common.buffers import FastReplayBuffer
+from sb3_ablation.common.off_policy import read_saved_data
 from sb3_ablation.common.optim import FlatAdam
-from sb3_ablation.ddpg.ddpg import read_saved_data
 
 
 def small() -> dict:

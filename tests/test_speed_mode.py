@@ -1,9 +1,5 @@
 """Speed mode: what it chooses and says, that its bfloat16 path keeps float32 weights and state, and that it learns."""
 
-import io
-import json
-import zipfile
-
 import numpy as np
 import pytest
 import torch as th
@@ -15,8 +11,8 @@ from sb3_ablation.benchmark.models import collect_random_transitions, fill_repla
 from sb3_ablation.common import mixed_precision
 from sb3_ablation.common.batched_critic import BatchedContinuousCritic
 from sb3_ablation.common.mixed_precision import Bfloat16Linear, Float32Linear, SpeedModeInfo, choose_speed_mode
+from sb3_ablation.common.off_policy import read_saved_data
 from sb3_ablation.common.optim import FlatAdam
-from sb3_ablation.ddpg.ddpg import read_saved_data
 
 # [128, 128] at batch 256 is the smallest network whose hidden product is large enough for bfloat16
 BFLOAT16_ARCH = [128, 128]
@@ -92,6 +88,12 @@ def test_bfloat16_layers_keep_float32_inputs_outputs_and_parameters():
     assert model.actor.mu[2](th.randn(256, 128)).dtype == th.bfloat16
     assert model.actor(obs).dtype == th.float32
     assert all(q.dtype == th.float32 for q in model.critic(obs, model.actor(obs)))
+    # chosen as the networks are built, holding the parameters they replace: the same initial weights (no extra random
+    # draw) as the float32 model, and the optimizer steps those parameters
+    float32 = make_model("float32", [128, 128, 128], learning_starts=0)
+    for (name, param), float32_param in zip(model.policy.named_parameters(), float32.policy.parameters(), strict=True):
+        assert th.equal(param, float32_param), name
+    assert model.actor.mu[2].weight.data_ptr() in {view.data_ptr() for view in model.actor.optimizer.flat_params.params}
 
 
 def bfloat16_path_trains(model, transitions):
@@ -150,27 +152,6 @@ def test_float32_speed_mode_learns_in_learn():
     assert all(not th.equal(b, p) for b, p in zip(before, model.critic.parameters(), strict=True))
 
 
-def rewrite_saved_file(path, change_data, entries_to_replace: dict[str, bytes]) -> None:
-    """Apply ``change_data`` to the JSON attributes of a saved model and replace some of its entries, in place."""
-    with zipfile.ZipFile(path) as archive:
-        entries = {name: archive.read(name) for name in archive.namelist()}
-    data = json.loads(entries["data"])
-    change_data(data)
-    entries.update(entries_to_replace, data=json.dumps(data).encode())
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, content in entries.items():
-            archive.writestr(name, content)
-
-
-def flat_optimizer_state(optimizer: FlatAdam) -> bytes:
-    """The optimizer's state in the flat layout that files of earlier versions hold (one state for the buffer)."""
-    state = optimizer.state_dict()
-    flat_state = {key: value.clone() for key, value in optimizer.state[optimizer.flat_params.flat].items()}
-    buffer = io.BytesIO()
-    th.save({"state": {0: flat_state}, "param_groups": [{**state["param_groups"][0], "params": [0]}]}, buffer)
-    return buffer.getvalue()
-
-
 @pytest.mark.parametrize("algo_class", [AblatableTD3, DDPG])
 def test_loaded_speed_mode_model_keeps_its_critic_layout(tmp_path, algo_class):
     # Batched at batch size 16; at 256 (given at load) the size rule would choose separate critics
@@ -180,26 +161,13 @@ def test_loaded_speed_mode_model_keeps_its_critic_layout(tmp_path, algo_class):
     model.save(tmp_path / "model.zip")
     data = read_saved_data(tmp_path / "model.zip")
     assert "speed_mode_info" not in data and not {"batched_critics", "fused_adam"} & set(data["policy_kwargs"])
-
-    def as_files_before_the_layout_was_the_algorithms(data: dict) -> None:
-        # Those kept the layout (and fused Adam) in policy_kwargs, and Adam's state in the flat layout
-        del data["_batched_critics"]
-        data["policy_kwargs"].update(batched_critics=True, optimizer_kwargs={"fused": True})
-
-    older = tmp_path / "older.zip"
-    model.save(older)
-    flat_states = {
-        f"{name}.optimizer.pth": flat_optimizer_state(getattr(model, name).optimizer) for name in ("actor", "critic")
-    }
-    rewrite_saved_file(older, as_files_before_the_layout_was_the_algorithms, flat_states)
-    for path in (tmp_path / "model.zip", older):
-        loaded = algo_class.load(path, batch_size=256)
-        assert isinstance(loaded.critic, BatchedContinuousCritic) and loaded.speed_mode_info.batched_critics
-        assert loaded.critic.optimizer.param_groups[0]["fused"]
-        for name, value in model.policy.state_dict().items():
-            assert th.equal(loaded.policy.state_dict()[name], value), name
-        state = loaded.critic.optimizer.state_dict()["state"]
-        assert state[0]["step"] == model.critic.optimizer.state_dict()["state"][0]["step"] > 0
+    loaded = algo_class.load(tmp_path / "model.zip", batch_size=256)
+    assert isinstance(loaded.critic, BatchedContinuousCritic) and loaded.speed_mode_info.batched_critics
+    assert loaded.critic.optimizer.param_groups[0]["fused"]
+    for name, value in model.policy.state_dict().items():
+        assert th.equal(loaded.policy.state_dict()[name], value), name
+    state = loaded.critic.optimizer.state_dict()["state"]
+    assert state[0]["step"] == model.critic.optimizer.state_dict()["state"][0]["step"] > 0
 
 
 def test_load_refuses_to_switch_speed_mode_and_takes_another_precision(tmp_path):

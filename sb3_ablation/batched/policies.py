@@ -8,43 +8,10 @@ from stable_baselines3.common.policies import BasePolicy, ContinuousCritic
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
+from sb3_ablation.common.ensemble import EnsembleLinear
 from sb3_ablation.td3.policies import AblatableTD3Policy
 
 ModuleT = TypeVar("ModuleT", bound=nn.Module)
-
-
-class EnsembleLinear(nn.Module):
-    """
-    The ``nn.Linear`` layers of K agents as one layer: weights stacked ``(K, in, out)``, biases ``(K, 1, out)``, one
-    ``torch.baddbmm`` per call. Input ``(K, batch, in)`` gives ``(K, batch, out)``; ``(K, in)`` (one input per agent,
-    as when acting) gives ``(K, out)``.
-
-    :param layers: agent k's layer at index k (their weights are copied; all of one shape, with a bias)
-    """
-
-    def __init__(self, layers: Sequence[nn.Linear]):
-        super().__init__()
-        if any(layer.bias is None for layer in layers):
-            raise ValueError("EnsembleLinear needs layers with a bias")
-        self.weight = nn.Parameter(th.stack([layer.weight.detach().t() for layer in layers]).contiguous())
-        self.bias = nn.Parameter(th.stack([layer.bias.detach() for layer in layers]).unsqueeze(1))  # type: ignore[union-attr]
-
-    def forward(self, inputs: th.Tensor) -> th.Tensor:
-        if inputs.dim() == 2:
-            return th.baddbmm(self.bias, inputs.unsqueeze(1), self.weight).squeeze(1)
-        return th.baddbmm(self.bias, inputs, self.weight)
-
-    @th.no_grad()
-    def copy_to(self, agent: int, layer: nn.Linear) -> None:
-        """Write agent ``agent``'s weights into a plain ``nn.Linear``."""
-        layer.weight.copy_(self.weight[agent].t())
-        layer.bias.copy_(self.bias[agent, 0])  # type: ignore[union-attr]
-
-    @th.no_grad()
-    def copy_from(self, agent: int, layer: nn.Linear) -> None:
-        """Set agent ``agent``'s weights from a plain ``nn.Linear``."""
-        self.weight[agent].copy_(layer.weight.t())
-        self.bias[agent, 0].copy_(layer.bias)  # type: ignore[arg-type]
 
 
 def stack_agents(agents: Sequence[ModuleT]) -> ModuleT:
@@ -59,7 +26,8 @@ def stack_agents(agents: Sequence[ModuleT]) -> ModuleT:
     ensemble = agents[0]
     for name, module in list(ensemble.named_modules()):
         if isinstance(module, nn.Linear):
-            ensemble.set_submodule(name, EnsembleLinear([agent.get_submodule(name) for agent in agents]))  # type: ignore[arg-type]
+            layers = [agent.get_submodule(name) for agent in agents]
+            ensemble.set_submodule(name, EnsembleLinear.from_linears(layers))  # type: ignore[arg-type]
         elif any(True for _ in module.parameters(recurse=False)):
             raise ValueError(f"the batched engine cannot batch a {type(module).__name__} ({name}): only Linear layers")
     if isinstance(getattr(ensemble, "features_extractor", None), BaseFeaturesExtractor):

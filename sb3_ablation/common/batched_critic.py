@@ -1,7 +1,6 @@
 """All critics in one batched network: the speed mode's critic."""
 
 import itertools
-import math
 
 import torch as th
 from gymnasium import spaces
@@ -9,6 +8,8 @@ from stable_baselines3.common.policies import BaseModel
 from stable_baselines3.common.preprocessing import get_action_dim
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
+
+from sb3_ablation.common.ensemble import EnsembleLinear
 
 
 class BatchedContinuousCritic(BaseModel):
@@ -49,13 +50,8 @@ class BatchedContinuousCritic(BaseModel):
         self.n_critics = n_critics
         self.activation = activation_fn()
         sizes = [features_dim + get_action_dim(self.action_space), *net_arch, 1]
-        self.weights = nn.ParameterList()
-        self.biases = nn.ParameterList()
-        for in_size, out_size in itertools.pairwise(sizes):
-            # nn.Linear's default initialization: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases
-            bound = 1 / math.sqrt(in_size)
-            self.weights.append(nn.Parameter(th.empty(n_critics, in_size, out_size).uniform_(-bound, bound)))
-            self.biases.append(nn.Parameter(th.empty(n_critics, 1, out_size).uniform_(-bound, bound)))
+        # nn.Linear's default initialization for each critic: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+        self.layers = nn.ModuleList(EnsembleLinear(n_critics, n_in, n_out) for n_in, n_out in itertools.pairwise(sizes))
 
     def _q_input(self, obs: th.Tensor, actions: th.Tensor, features_grad: bool) -> th.Tensor:
         with th.set_grad_enabled(features_grad):
@@ -65,9 +61,9 @@ class BatchedContinuousCritic(BaseModel):
     def forward(self, obs: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor, ...]:
         hidden = self._q_input(obs, actions, features_grad=not self.share_features_extractor)
         hidden = hidden.expand(self.n_critics, *hidden.shape)
-        last = len(self.weights) - 1
-        for index, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
-            hidden = th.baddbmm(bias, hidden, weight)
+        last = len(self.layers) - 1
+        for index, layer in enumerate(self.layers):
+            hidden = layer(hidden)
             if index < last:
                 hidden = self.activation(hidden)
         return tuple(hidden.unbind(0))
@@ -75,9 +71,9 @@ class BatchedContinuousCritic(BaseModel):
     def q1_forward(self, obs: th.Tensor, actions: th.Tensor) -> th.Tensor:
         """Critic 1 alone (the actor's objective): plain matrix products on its slice of the weights."""
         hidden = self._q_input(obs, actions, features_grad=False)
-        last = len(self.weights) - 1
-        for index, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
-            hidden = th.addmm(bias[0], hidden, weight[0])
+        last = len(self.layers) - 1
+        for index, layer in enumerate(self.layers):
+            hidden = layer.member_forward(0, hidden)
             if index < last:
                 hidden = self.activation(hidden)
         return hidden

@@ -2,9 +2,10 @@
 A lean data-collection step for off-policy algorithms, bit-exact with SB3's.
 
 SB3's ``collect_rollouts`` spends most of a small network's environment step outside the environment: switching the
-policy between training and evaluation mode twice per step (a recursive ``nn.Module.train`` over every submodule),
-and ``predict``'s general-purpose input handling. The pieces here do the same arithmetic on the same arrays in the
-same order (so the same actions, the same buffer and the same random draws), with less Python around it.
+policy between training and evaluation mode twice per step (a recursive ``nn.Module.train`` over every submodule;
+our policies' ``set_training_mode`` writes the flags of the modules listed by :func:`training_flag_modules`), and
+``predict``'s general-purpose input handling. The pieces here do the same arithmetic on the same arrays in the same
+order (so the same actions, the same buffer and the same random draws), with less Python around it.
 """
 
 from __future__ import annotations
@@ -19,30 +20,16 @@ from stable_baselines3.common.preprocessing import is_image_space
 from torch import nn
 
 
-class TrainingModeSwitch:
+def training_flag_modules(networks: list[nn.Module]) -> list[nn.Module] | None:
     """
-    ``policy.set_training_mode`` without the recursive ``nn.Module.train`` walk: the modules whose flag it sets are
-    listed once, and the flag is written directly. Used only when no module overrides ``train()``, so the effect
-    (every listed module's ``training`` flag, nothing else) is exactly that of ``nn.Module.train``.
+    The modules whose ``training`` flag ``nn.Module.train`` sets on ``networks``, listed once so that a policy's
+    ``set_training_mode`` can write the flags without the recursive walk (SB3 switches the mode twice per environment
+    step; for a small network the walk costs more than the forward pass).
 
-    :param policy: the policy whose ``set_training_mode`` this replaces
-    :param networks: the networks that follow the mode (the online actor and critic; target networks stay in eval)
+    :return: the modules, or None where a module overrides ``train`` (then only calling it is exact)
     """
-
-    def __init__(self, policy: nn.Module, networks: list[nn.Module]):
-        self.policy = policy
-        self.modules = [module for network in networks for module in network.modules()]
-
-    @staticmethod
-    def applies_to(networks: list[nn.Module]) -> bool:
-        """:return: whether no module of ``networks`` overrides ``nn.Module.train`` (which this switch would skip)"""
-        return all(type(module).train is nn.Module.train for network in networks for module in network.modules())
-
-    def __call__(self, mode: bool) -> None:
-        for module in self.modules:
-            # What nn.Module.train does, without nn.Module.__setattr__'s type checks (`training` is a plain bool)
-            object.__setattr__(module, "training", mode)
-        object.__setattr__(self.policy, "training", mode)
+    modules = [module for network in networks for module in network.modules()]
+    return modules if all(type(module).train is nn.Module.train for module in modules) else None
 
 
 class LeanCollectionMixin:
@@ -52,11 +39,8 @@ class LeanCollectionMixin:
     SB3's own code path.
     """
 
-    def _install_lean_collection(self) -> None:
-        """Replace the policy's mode switch by a :class:`TrainingModeSwitch` (call after the policy is built)."""
-        networks = [self.policy.actor, self.policy.critic]
-        if TrainingModeSwitch.applies_to(networks):
-            self.policy.set_training_mode = TrainingModeSwitch(self.policy, networks)
+    def _configure_lean_collection(self) -> None:
+        """Choose the lean exploration step where the observations allow it (call after the policy is built)."""
         space = self.observation_space
         self._lean_observations = isinstance(space, spaces.Box) and not is_image_space(space) and not self.use_sde
 

@@ -168,28 +168,42 @@ class Float32Linear(nn.Linear):
         return F.linear(input.float(), self.weight, self.bias)
 
 
+def linear_with_parameters_of(layer_class: type[nn.Linear], layer: nn.Linear) -> nn.Linear:
+    """A ``layer_class`` layer holding ``layer``'s parameters (the same tensors; built on the meta device, so no
+    random number is drawn for weights it does not keep)."""
+    new = layer_class(layer.in_features, layer.out_features, bias=layer.bias is not None, device="meta")
+    new.weight, new.bias = layer.weight, layer.bias
+    new.train(layer.training)
+    return new
+
+
 def use_bfloat16_hidden_layers(network: nn.Module, batch_size: int) -> int:
     """
-    Run the large hidden-to-hidden products of every MLP in ``network`` in bfloat16.
+    Run the large hidden-to-hidden products of every MLP in ``network`` in bfloat16: called by the policy as it
+    builds its networks (the speed mode's ``bfloat16_batch_size``).
 
-    Linear layers change class in place (parameters, state dicts and saved models are unchanged). The first and last
-    layer of each MLP stay float32, so each MLP still takes and returns float32 tensors. Batched critics are left in
-    float32: they are chosen only for networks below the bfloat16 size threshold.
+    Those linear layers are replaced by :class:`Bfloat16Linear` layers holding the same parameters (so state dicts,
+    optimizers and saved models are unchanged). The first and last layer of each MLP stay float32 (the layer after a
+    bfloat16 one becomes a :class:`Float32Linear`), so each MLP still takes and returns float32 tensors. Batched
+    critics are left in float32: they are chosen only for networks below the bfloat16 size threshold.
 
-    :param network: an actor, a critic or a whole policy
+    :param network: an actor or a critic
     :param batch_size: the minibatch size, for the size rule
     :return: the number of layers switched to bfloat16
     """
     switched = 0
-    for module in network.modules():
+    for module in list(network.modules()):
         if not isinstance(module, nn.Sequential):
             continue
-        linears = [layer for layer in module if isinstance(layer, nn.Linear)]
+        positions = [position for position, layer in enumerate(module) if isinstance(layer, nn.Linear)]
         previous_bfloat16 = False
-        for index, layer in enumerate(linears):
-            hidden = 0 < index < len(linears) - 1
+        for index, position in enumerate(positions):
+            layer = module[position]
+            hidden = 0 < index < len(positions) - 1
             bfloat16 = hidden and batch_size * layer.in_features * layer.out_features >= MIN_BFLOAT16_MACS
-            layer.__class__ = Bfloat16Linear if bfloat16 else Float32Linear if previous_bfloat16 else nn.Linear
+            layer_class = Bfloat16Linear if bfloat16 else Float32Linear if previous_bfloat16 else None
+            if layer_class is not None:
+                module[position] = linear_with_parameters_of(layer_class, layer)
             switched += bfloat16
             previous_bfloat16 = bfloat16
     return switched
@@ -198,8 +212,8 @@ def use_bfloat16_hidden_layers(network: nn.Module, batch_size: int) -> int:
 class SpeedModeMixin:
     """
     Off-policy algorithm mixin for ``speed_mode``: ``_configure_speed_mode`` (before the policy is built) chooses the
-    precision and critic layout, the algorithm passes them to the policy (``batched_critics``, and ``fused_adam`` for
-    PyTorch's fused Adam), ``_apply_speed_mode`` (after) switches the layers. ``speed_mode`` is ``False`` (the
+    precision and critic layout, the algorithm passes them to the policy (``batched_critics``, ``fused_adam`` for
+    PyTorch's fused Adam, ``bfloat16_batch_size`` for bfloat16 hidden layers). ``speed_mode`` is ``False`` (the
     bit-exact default), ``True`` (choose), or ``"bfloat16"`` / ``"float32"`` to force a precision.
     """
 
@@ -218,8 +232,8 @@ class SpeedModeMixin:
         _, critic_arch = get_actor_critic_arch(self.policy_kwargs.get("net_arch", [400, 300]))
         precision = mode if isinstance(mode, str) else None
         info = choose_speed_mode(self.device, critic_arch, self.batch_size, precision)
-        # A layout already given is kept: `batched_critics` in policy_kwargs (the user's, or a file written when the
-        # layout was kept there), or the saved model's. The precision is chosen again: the weights do not depend on it
+        # A layout already given is kept: the user's `batched_critics` in policy_kwargs, or the saved model's.
+        # The precision is chosen again: the weights do not depend on it
         given = self.policy_kwargs.get("batched_critics", self._batched_critics)
         if given is not None:
             info = dataclasses.replace(info, batched_critics=bool(given))
@@ -227,7 +241,3 @@ class SpeedModeMixin:
         self._batched_critics = info.batched_critics
         if self.verbose >= 1:
             print(info)
-
-    def _apply_speed_mode(self) -> None:
-        if self.speed_mode_info is not None and self.speed_mode_info.precision == "bfloat16":
-            use_bfloat16_hidden_layers(self.policy, self.batch_size)

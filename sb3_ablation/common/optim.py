@@ -45,9 +45,10 @@ class FlatParameters:
             param.data = view
         self.has_gradients = gradients
         self._grad_views: list[th.Tensor] = []
+        self._grad = th.zeros_like(self.flat) if gradients else self.flat.new_empty(0)
         if gradients:
-            self.flat.grad = th.zeros_like(self.flat)
-            self._grad_views = self.views(self.flat.grad)
+            self.flat.grad = self._grad
+            self._grad_views = self.views(self._grad)
             self.zero_grad()
 
     def views(self, flat: th.Tensor) -> list[th.Tensor]:
@@ -70,7 +71,8 @@ class FlatParameters:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Zero the gradient buffer in place (``set_to_none`` is accepted for the optimizer API and ignored)."""
-        self.flat.grad.zero_()  # type: ignore[union-attr]
+        self._grad.zero_()
+        self.flat.grad = self._grad
         # Re-attach the views in case someone set a parameter's gradient to None
         for param, grad in zip(self.params, self._grad_views, strict=True):
             param.grad = grad
@@ -84,10 +86,10 @@ class FlatAdam(th.optim.Adam):
     each step costs page faults).
 
     Checkpoints keep PyTorch's layout: ``state_dict`` returns what ``th.optim.Adam`` over the separate parameters
-    returns (one state per parameter, as SB3 saves it), and ``load_state_dict`` takes that layout, or the single
-    flat state of earlier versions of this package. Only plain Adam: the options in ``UNSUPPORTED_ADAM_OPTIONS``
-    must stay at their defaults (``foreach`` is accepted and has no effect: there is one tensor). ``fused=True`` (the
-    speed mode) steps the buffer with PyTorch's fused Adam instead: one kernel, other rounding than SB3.
+    returns (one state per parameter, as SB3 saves it), and ``load_state_dict`` takes that layout. Only plain
+    Adam: the options in ``UNSUPPORTED_ADAM_OPTIONS`` must stay at their defaults (``foreach`` is accepted and has
+    no effect: there is one tensor). ``fused=True`` (the speed mode) steps the buffer with PyTorch's fused Adam
+    instead: one kernel, other rounding than SB3.
 
     :param params: the parameters of one network; they become views into the buffer
     :param lr: learning rate
@@ -117,6 +119,7 @@ class FlatAdam(th.optim.Adam):
         self.flat_params.zero_grad()
 
     @th.no_grad()
+    # typeshed's Optimizer.step is overloaded on the closure; this is the signature of Adam.step
     def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
         group, param = self.param_groups[0], self.flat_params.flat
         if group["fused"]:
@@ -164,19 +167,16 @@ class FlatAdam(th.optim.Adam):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """
         Load the state of an Adam over this network's parameters, in PyTorch's per-parameter layout (SB3's
-        checkpoints) or in the flat layout. Everything is checked before anything changes.
+        checkpoints). Everything is checked before anything changes.
         """
         groups = state_dict["param_groups"]
         if len(groups) != 1:
             raise ValueError(f"loaded state dict has {len(groups)} parameter groups, FlatAdam has one")
         flat = self.flat_params.flat
         saved = [state_dict["state"].get(index) for index in groups[0]["params"]]
-        if len(saved) == len(self.flat_params.params):
-            flat_state = self._flat_state(saved)
-        elif len(saved) == 1 and saved[0] is not None and saved[0]["exp_avg"].shape == flat.shape:
-            flat_state = {key: value.clone() if key == "step" else value.to(flat).clone() for key, value in saved[0].items()}
-        else:
+        if len(saved) != len(self.flat_params.params):
             raise ValueError("loaded state dict contains a parameter group that doesn't match the size of optimizer's group")
+        flat_state = self._flat_state(saved)
         self.state = defaultdict(dict)
         self.param_groups[0].update({key: value for key, value in groups[0].items() if key != "params"})
         if flat_state and self.param_groups[0]["fused"]:
@@ -189,23 +189,24 @@ class FlatAdam(th.optim.Adam):
         """Adam's per-parameter states gathered into the flat layout (empty before the first step)."""
         if all(state is None or not state for state in saved):
             return {}
-        if any(state is None or set(state) != {"step", "exp_avg", "exp_avg_sq"} for state in saved):
+        states = [state for state in saved if state is not None and set(state) == {"step", "exp_avg", "exp_avg_sq"}]
+        if len(states) != len(saved):
             raise ValueError("loaded Adam state is not plain Adam's (step, exp_avg, exp_avg_sq) for every parameter")
-        steps = {float(state["step"]) for state in saved}  # type: ignore[index]
+        steps = {float(state["step"]) for state in states}
         if len(steps) != 1:
             raise ValueError(f"loaded Adam state has different step counts per parameter ({sorted(steps)})")
-        for index, (state, param) in enumerate(zip(saved, self.flat_params.params, strict=True)):
-            if state["exp_avg"].shape != param.shape:  # type: ignore[index]
+        for index, (state, param) in enumerate(zip(states, self.flat_params.params, strict=True)):
+            if state["exp_avg"].shape != param.shape:
                 raise ValueError(
-                    f"loaded Adam state of parameter {index} has shape {tuple(state['exp_avg'].shape)}, "  # type: ignore[index]
+                    f"loaded Adam state of parameter {index} has shape {tuple(state['exp_avg'].shape)}, "
                     f"the parameter has {tuple(param.shape)}"
                 )
         flat = self.flat_params.flat
-        flat_state = {"step": saved[0]["step"].clone()}  # type: ignore[index]
+        flat_state = {"step": states[0]["step"].clone()}
         for key in ("exp_avg", "exp_avg_sq"):
             flat_state[key] = th.zeros_like(flat, memory_format=th.preserve_format)
-            for view, state in zip(self.flat_params.views(flat_state[key]), saved, strict=True):
-                view.copy_(state[key])  # type: ignore[index]
+            for view, state in zip(self.flat_params.views(flat_state[key]), states, strict=True):
+                view.copy_(state[key])
         return flat_state
 
     def follow_parameters(self) -> None:

@@ -1,10 +1,34 @@
-"""Losses and diagnostics of one ``train()`` call, logged through SB3's logger."""
+"""Losses and diagnostics of one ``train()`` call: kept by the model (``model.training_diagnostics``) and logged."""
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 import torch as th
 from stable_baselines3.common.logger import Logger
+
+# The names of the values logged as ``train/<name>``, besides ``q{i}_mean`` (:func:`q_mean_key`) for each critic i
+CRITIC_LOSS = "critic_loss"
+ACTOR_LOSS = "actor_loss"
+TARGET_Q_MEAN = "target_q_mean"
+TWIN_Q_GAP = "twin_q_gap"
+TD_ERROR = "td_error"
+ACTOR_STD = "actor_std"
+# The diagnostics' names (``model.training_diagnostics``): a regular expression, as the critics are numbered
+DIAGNOSTIC_NAME = re.compile(rf"^(q\d+_mean|{TWIN_Q_GAP}|{TARGET_Q_MEAN}|{TD_ERROR}|{ACTOR_STD})$")
+LOG_PREFIX = "train/"
+
+
+def q_mean_key(critic: int) -> str:
+    """The name of critic ``critic``'s mean Q-value (critics counted from 1)."""
+    return f"q{critic}_mean"
+
+
+def log_training(logger: Logger, n_updates: int, losses: dict[str, float], diagnostics: dict[str, float]) -> None:
+    """Log one ``train()`` call: SB3's ``train/n_updates`` and losses (as SB3's TD3 logs them), then the diagnostics."""
+    logger.record(LOG_PREFIX + "n_updates", n_updates, exclude="tensorboard")
+    for key, value in (losses | diagnostics).items():
+        logger.record(LOG_PREFIX + key, value)
 
 
 class TrainingStats:
@@ -26,7 +50,7 @@ class TrainingStats:
         self._actor_losses: list[th.Tensor] = []
         self._log_stds: list[th.Tensor] = []
         # (steps seen, host values): the logged means and the per-agent diagnostics read the same transfer
-        self._host: tuple[tuple[int, int], tuple[np.ndarray, ...]] | None = None
+        self._host: tuple[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None
 
     def critic_step(self, loss: th.Tensor, current_q_values: Sequence[th.Tensor], target_q_values: th.Tensor) -> None:
         """
@@ -51,7 +75,7 @@ class TrainingStats:
         """The critic losses, actor losses, Q columns and log-stds on the host, after a single transfer."""
         n_critic, n_actor = len(self._critic_losses), len(self._actor_losses)
         if self._host is not None and self._host[0] == (n_critic, n_actor):
-            return self._host[1]  # type: ignore[return-value]
+            return self._host[1]
         # Everything in one tensor, one kernel and one device-to-host transfer; the means in float64 on the host
         q_values = [q for step in self._q_values for q in step]
         tensors = [*self._critic_losses, *self._actor_losses, *q_values, *self._log_stds]
@@ -61,20 +85,29 @@ class TrainingStats:
         self._host = ((n_critic, n_actor), values)
         return values
 
-    def record(self, logger: Logger, n_updates: int) -> None:
-        """Log the means over the steps collected (SB3's keys for the losses, as SB3's TD3 logs them)."""
-        logger.record("train/n_updates", n_updates, exclude="tensorboard")
+    def losses(self) -> dict[str, float]:
+        """The mean critic loss and (where the actor was updated) actor loss over the steps collected."""
         if not self._critic_losses:
-            return
-        critic_losses, actor_losses, q_values, log_stds = self._host_values()
-        logger.record("train/critic_loss", _mean(critic_losses))
+            return {}
+        critic_losses, actor_losses, _, _ = self._host_values()
+        losses = {CRITIC_LOSS: _mean(critic_losses)}
         if len(actor_losses):
-            logger.record("train/actor_loss", _mean(actor_losses))
+            losses[ACTOR_LOSS] = _mean(actor_losses)
+        return losses
+
+    def diagnostics(self) -> dict[str, float]:
+        """The diagnostics (see :func:`_diagnostics`), means over the steps collected; empty before any step."""
+        if not self._critic_losses:
+            return {}
+        _, _, q_values, log_stds = self._host_values()
         n_steps, n_columns = len(self._q_values), len(self._q_values[0])
         # Columns Q_1 .. Q_n, y over every step's batch
         columns = q_values.reshape(n_steps, n_columns, -1).transpose(1, 0, 2).reshape(n_columns, -1)
-        for key, value in _diagnostics(columns, log_stds).items():
-            logger.record(f"train/{key}", value)
+        return _diagnostics(columns, log_stds)
+
+    def record(self, logger: Logger, n_updates: int) -> None:
+        """Log the means over the steps collected (SB3's keys for the losses, as SB3's TD3 logs them)."""
+        log_training(logger, n_updates, self.losses(), self.diagnostics())
 
     def agent_diagnostics(self, n_agents: int) -> list[dict[str, float]]:
         """
@@ -111,13 +144,13 @@ def _diagnostics(columns: np.ndarray, log_stds: np.ndarray) -> dict[str, float]:
     """
     values = {}
     if len(log_stds):
-        values["actor_std"] = _mean(np.exp(log_stds).ravel())
+        values[ACTOR_STD] = _mean(np.exp(log_stds).ravel())
     # one reduction per kind of value (this runs after every train() call: each NumPy call costs microseconds)
-    *q_means, values["target_q_mean"] = _row_means(columns)
-    values.update({f"q{index + 1}_mean": mean for index, mean in enumerate(q_means)})
+    *q_means, values[TARGET_Q_MEAN] = _row_means(columns)
+    values.update({q_mean_key(index + 1): mean for index, mean in enumerate(q_means)})
     twin = len(columns) >= 3
     gaps = _row_means(np.abs(columns[0] - columns[[1, -1] if twin else [-1]]))
     if twin:
-        values["twin_q_gap"] = gaps[0]
-    values["td_error"] = gaps[-1]
+        values[TWIN_Q_GAP] = gaps[0]
+    values[TD_ERROR] = gaps[-1]
     return values

@@ -20,6 +20,8 @@ from stable_baselines3.common.utils import get_parameters_by_name
 from torch import nn
 
 from sb3_ablation.common.batched_critic import BatchedContinuousCritic
+from sb3_ablation.common.collection import training_flag_modules
+from sb3_ablation.common.mixed_precision import use_bfloat16_hidden_layers
 from sb3_ablation.common.optim import FlatAdam, FlatParameters
 
 
@@ -107,6 +109,8 @@ class DDPGPolicy(BasePolicy):
     :param batched_critics: Evaluate all critics as one batched network (the speed mode; not bit-exact with SB3)
     :param fused_adam: Plain Adam steps with PyTorch's fused implementation (the speed mode; not bit-exact with SB3)
         unless ``optimizer_kwargs`` set ``fused``
+    :param bfloat16_batch_size: Run the large hidden-to-hidden products in bfloat16, those large enough at this
+        minibatch size (the speed mode, where the hardware is faster in bfloat16); None: everything in float32
     """
 
     actor: Actor
@@ -130,9 +134,11 @@ class DDPGPolicy(BasePolicy):
         share_features_extractor: bool = False,
         batched_critics: bool = False,
         fused_adam: bool = False,
+        bfloat16_batch_size: int | None = None,
     ):
         self.batched_critics = batched_critics
         self.fused_adam = fused_adam
+        self.bfloat16_batch_size = bfloat16_batch_size
         super().__init__(
             observation_space,
             action_space,
@@ -179,11 +185,15 @@ class DDPGPolicy(BasePolicy):
             self.critic_target = self.make_critic()
         self.critic_target.load_state_dict(self.critic.state_dict())
         self.critic.optimizer = self.make_optimizer(self.critic.parameters(), lr_schedule)
+        if self.bfloat16_batch_size is not None:
+            for network in (self.actor, self.actor_target, self.critic, self.critic_target):
+                use_bfloat16_hidden_layers(network, self.bfloat16_batch_size)
         # Target networks are never trained: always in evaluation mode (batch norm, dropout)
         self.actor_target.set_training_mode(False)
         self.critic_target.set_training_mode(False)
         self._flat_targets: dict[str, FlatParameters] = {}
         self._polyak_tensors: tuple[list[th.Tensor], ...] | None = None
+        self._training_flag_modules = training_flag_modules([self.actor, self.critic])
 
     def make_optimizer(self, params: Iterator[th.nn.Parameter], lr_schedule: Schedule) -> th.optim.Optimizer:
         """
@@ -197,6 +207,7 @@ class DDPGPolicy(BasePolicy):
             optimizer_kwargs = {"fused": True, **optimizer_kwargs}
         flat = plain_adam and FlatAdam.supports(optimizer_kwargs) and not self.share_features_extractor
         optimizer_class = FlatAdam if flat else self.optimizer_class
+        # Optimizer's own __init__ takes `defaults`; every optimizer class SB3 is given takes `lr`
         return optimizer_class(params, lr=lr_schedule(1), **optimizer_kwargs)  # type: ignore[call-arg]
 
     def polyak_tensors(self) -> tuple[list[th.Tensor], ...]:
@@ -231,8 +242,9 @@ class DDPGPolicy(BasePolicy):
         # Moving (`policy.to(device)`) or casting gives the parameters new storage: the flat buffers follow them
         super()._apply(fn, *args, **kwargs)
         for network in (getattr(self, "actor", None), getattr(self, "critic", None)):
-            if isinstance(getattr(network, "optimizer", None), FlatAdam):
-                network.optimizer.follow_parameters()  # type: ignore[union-attr]
+            optimizer = getattr(network, "optimizer", None)
+            if isinstance(optimizer, FlatAdam):
+                optimizer.follow_parameters()
         flat_targets = getattr(self, "_flat_targets", {})
         for name, flat_params in flat_targets.items():
             if not flat_params.intact():
@@ -276,13 +288,21 @@ class DDPGPolicy(BasePolicy):
 
     def set_training_mode(self, mode: bool) -> None:
         """
-        Put the online networks in training or evaluation mode (batch norm, dropout).
+        Put the online networks in training or evaluation mode (batch norm, dropout); the targets stay in evaluation
+        mode. The flags are written directly on the modules listed when the networks were built (what
+        ``nn.Module.train`` does, without its recursive walk: SB3 calls this twice per environment step), unless a
+        module overrides ``train``.
 
         :param mode: if true, set to training mode, else set to evaluation mode
         """
-        self.actor.set_training_mode(mode)
-        self.critic.set_training_mode(mode)
-        self.training = mode
+        if self._training_flag_modules is None:
+            self.actor.set_training_mode(mode)
+            self.critic.set_training_mode(mode)
+        else:
+            for module in self._training_flag_modules:
+                # nn.Module.train's effect, without nn.Module.__setattr__'s type checks (`training` is a plain bool)
+                object.__setattr__(module, "training", mode)
+        object.__setattr__(self, "training", mode)
 
 
 MlpPolicy = DDPGPolicy

@@ -29,12 +29,12 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sb3_ablation import SWITCHES
+from sb3_ablation.switches import BY_NAME, DEFAULTS, SWITCHES, TABLE, TD3_ADDITIONS
 
-# TD3's three additions to DDPG (Fujimoto et al., 2018), in the order the ddpg-to-td3 chain adds them back
-TD3_ADDITIONS = ("clipped_double_q", "target_policy_smoothing", "delayed_policy_update")
 DDPG_SWITCHES = {switch: switch not in TD3_ADDITIONS for switch in SWITCHES}
-TD3_SWITCHES = dict.fromkeys(SWITCHES, True)
+TD3_SWITCHES = dict(DEFAULTS)
+# the variant of each switch off alone (``no_<switch>``) -> the switch
+SWITCH_OFF_VARIANTS = {switch.variant: switch.name for switch in TABLE}
 
 # reference rows: variant name -> rl-zoo algorithm name (its hyperparameters and class)
 REFERENCE_ALGOS = {"ref_ddpg": "ddpg_scratch", "ref_sb3_td3": "td3"}
@@ -85,9 +85,11 @@ def canonical_name(switches: dict[str, bool]) -> str:
         return "td3"
     if switches == DDPG_SWITCHES:
         return "ddpg"
-    from_td3 = [f"no_{switch}" for switch in SWITCHES if not switches[switch]]
+    from_td3 = [BY_NAME[switch].variant for switch in SWITCHES if not switches[switch]]
     from_ddpg = [
-        (switch if switches[switch] else f"no_{switch}") for switch in SWITCHES if switches[switch] != DDPG_SWITCHES[switch]
+        (switch if switches[switch] else BY_NAME[switch].variant)
+        for switch in SWITCHES
+        if switches[switch] != DDPG_SWITCHES[switch]
     ]
     if len(from_ddpg) < len(from_td3):
         return "+".join(["ddpg", *from_ddpg])
@@ -95,7 +97,7 @@ def canonical_name(switches: dict[str, bool]) -> str:
 
 
 def _unknown(token: str, name: str) -> ValueError:
-    candidates = ["td3", "ddpg", *REFERENCE_ALGOS, *PRESETS, *SWITCHES, *(f"no_{switch}" for switch in SWITCHES)]
+    candidates = ["td3", "ddpg", *REFERENCE_ALGOS, *PRESETS, *SWITCHES, *SWITCH_OFF_VARIANTS]
     close = difflib.get_close_matches(token, candidates, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return ValueError(
@@ -122,10 +124,12 @@ def parse_variant(name: str) -> Variant:
         switches = dict(TD3_SWITCHES)
         modifiers = tokens
     for token in modifiers:
-        switch, value = (token[3:], False) if token.startswith("no_") else (token, True)
-        if switch not in SWITCHES:
+        if token in SWITCH_OFF_VARIANTS:
+            switches[SWITCH_OFF_VARIANTS[token]] = False
+        elif token in SWITCHES:
+            switches[token] = True
+        else:
             raise _unknown(token, name)
-        switches[switch] = value
     return Variant(canonical_name(switches), ABLATABLE_ALGO, switches)
 
 
@@ -167,7 +171,7 @@ def expand_preset(preset: str) -> list[str]:
     :return: variant names, the full TD3 (or DDPG for the chain) first
     """
     if preset == "leave-one-out":
-        return ["td3", *(f"no_{switch}" for switch in SWITCHES)]
+        return ["td3", *SWITCH_OFF_VARIANTS]
     if preset == "factorial":
         return factorial_names(SWITCHES)
     if preset.startswith(FACTORIAL_PREFIX):

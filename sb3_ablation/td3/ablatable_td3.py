@@ -16,43 +16,16 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 from stable_baselines3.her import HerReplayBuffer
 from torch.nn import functional as F
 
+from sb3_ablation.common.off_policy import SB3_POLICY_ARGUMENTS, OffPolicyActorCritic
 from sb3_ablation.common.training_stats import TrainingStats
-from sb3_ablation.ddpg.ddpg import DDPG
+from sb3_ablation.common.utils import foreach_polyak_update
+from sb3_ablation.switches import DEFAULTS, SWITCHES, TABLE, check_switch
 from sb3_ablation.td3.policies import AblatableTD3Policy, CnnPolicy, MlpPolicy, MultiInputPolicy
 
 # TD3's exploration noise (Fujimoto et al., 2018): the Gaussian actor's initial std when no action noise is given
 DEFAULT_EXPLORATION_STD = 0.1
 
 SelfAblatableTD3 = TypeVar("SelfAblatableTD3", bound="AblatableTD3")
-
-# The six components of TD3 (Fujimoto et al., 2018) over DDPG, in the order of the classic exercise
-SWITCHES = (
-    "deterministic_policy",
-    "replay_buffer",
-    "target_networks",
-    "target_policy_smoothing",
-    "delayed_policy_update",
-    "clipped_double_q",
-)
-
-
-# Switches that act only on the updates to come: a loaded model can take the other value
-SWITCHES_CHANGEABLE_ON_LOAD = ("target_policy_smoothing", "delayed_policy_update")
-# Why the others cannot change on load (the saved model has the networks or buffer of its own setting)
-LOAD_REFUSALS = {
-    "deterministic_policy": "the saved actor is of the other kind (deterministic or Gaussian)",
-    "replay_buffer": "the buffer size and batch size were set for the saved setting; build a new model and copy the "
-    "weights with set_parameters",
-    "target_networks": "target copies exist only when saved with target_networks=True",
-    "clipped_double_q": "the saved model has the critics of the saved setting (two, or one)",
-}
-
-
-def check_switch(name: str, value: Any) -> bool:
-    """A component switch's value as a bool; a one-line ``TypeError`` for anything but True or False."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"switch {name} must be True or False, got {value!r} ({type(value).__name__})")
-    return bool(value)
 
 
 def check_online_updates(replay_buffer_class: type[ReplayBuffer] | None, n_steps: int, train_freq: Any) -> None:
@@ -95,7 +68,20 @@ def exploration_std(action_noise: ActionNoise | None) -> float | list[float]:
     return [float(value) for value in np.broadcast_to(np.asarray(sigma, dtype=np.float64), (np.size(sigma),))]
 
 
-class AblatableTD3(DDPG):
+class SwitchAttribute:
+    """A component switch read as an attribute of the model (``model.clipped_double_q``): its value is in ``switches``."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, model: "AblatableTD3 | None", owner: type | None = None) -> Any:
+        return self if model is None else model.switches[self.name]
+
+    def __set__(self, model: "AblatableTD3", value: Any) -> None:
+        raise AttributeError(f"{self.name} is set by AblatableTD3(...) or AblatableTD3.load(..., {self.name}=...)")
+
+
+class AblatableTD3(OffPolicyActorCritic):
     """
     Twin Delayed DDPG (TD3) in which every component can be switched off.
 
@@ -151,10 +137,20 @@ class AblatableTD3(DDPG):
         "CnnPolicy": CnnPolicy,
         "MultiInputPolicy": MultiInputPolicy,
     }
-    policy_kwargs_defaults: ClassVar[dict[str, Any]] = {}  # TD3's two critics: the policy's default
-    implied_policy_arguments = (*DDPG.implied_policy_arguments, "deterministic_actor", "target_networks")
+    # The policy arguments that only the switches set (those SB3's policy lacks; n_critics is also the user's)
+    implied_policy_arguments = (
+        *OffPolicyActorCritic.implied_policy_arguments,
+        *(key for switch in TABLE for key in switch.policy_when_off if key not in SB3_POLICY_ARGUMENTS),
+    )
     policy: AblatableTD3Policy
-    switch_names = SWITCHES
+    switch_names = highlighted_keywords = SWITCHES
+    switches: dict[str, bool]
+    # The switches as attributes, except `replay_buffer` (SB3's buffer object has that name)
+    deterministic_policy = SwitchAttribute()
+    target_networks = SwitchAttribute()
+    target_policy_smoothing = SwitchAttribute()
+    delayed_policy_update = SwitchAttribute()
+    clipped_double_q = SwitchAttribute()
 
     def __init__(
         self,
@@ -224,18 +220,12 @@ class AblatableTD3(DDPG):
             verbose=verbose,
             seed=seed,
             device=device,
-            _init_setup_model=False,
         )
         self.policy_delay = policy_delay
         self.target_policy_noise = target_policy_noise
         self.target_noise_clip = target_noise_clip
-        # `replay_buffer` stays SB3's buffer object: that switch is read from `switches`
+        # The one place the switch values live (`replay_buffer` is SB3's buffer object: that switch is read here)
         self.switches = {name: bool(value) for name, value in switches.items()}
-        self.deterministic_policy = self.switches["deterministic_policy"]
-        self.target_networks = self.switches["target_networks"]
-        self.target_policy_smoothing = self.switches["target_policy_smoothing"]
-        self.delayed_policy_update = self.switches["delayed_policy_update"]
-        self.clipped_double_q = self.switches["clipped_double_q"]
         # The Gaussian actor (deterministic_policy=False) starts with the spread of the action noise it replaces
         self.actor_initial_std = exploration_std(action_noise)
         if _init_setup_model:
@@ -248,51 +238,40 @@ class AblatableTD3(DDPG):
 
     def _implied_policy_kwargs(self) -> dict[str, Any]:
         implied = super()._implied_policy_kwargs()
-        # Component 1: the Gaussian actor instead of the deterministic one
+        for switch in TABLE:
+            if not self.switches[switch.name]:
+                implied.update(switch.policy_when_off)
+        # Component 1: the Gaussian actor starts with the spread of the action noise it replaces
         if not self.deterministic_policy:
-            initial_std = self.policy_kwargs.get("actor_initial_std", self.actor_initial_std)
-            implied.update(deterministic_actor=False, actor_initial_std=initial_std)
-        # Component 3: no target copies
-        if not self.target_networks:
-            implied["target_networks"] = False
-        # Component 6: one critic
-        if not self.clipped_double_q:
-            implied["n_critics"] = 1
+            implied["actor_initial_std"] = self.policy_kwargs.get("actor_initial_std", self.actor_initial_std)
         return implied
 
     def _apply_switches(self) -> None:
         """
-        Set the hyperparameters each switched-off component implies, warning about those it makes unused, and
-        refuse the SB3 features a switched-off component cannot work with (one line each).
+        Impose the hyperparameters each switched-off component implies, warn about those it makes unused (set to
+        something other than their default or the imposed value), and refuse the SB3 features a switched-off
+        component cannot work with (one line each).
         """
-        defaults = {name: p.default for name, p in inspect.signature(AblatableTD3.__init__).parameters.items()}
-        defaults["n_critics"] = 1
-
-        def ignore(name: str, value: Any, component: str, imposed: Any = None, note: str = "") -> None:
-            if value != defaults[name] and value != imposed:
-                message = f"{name}={value!r} is ignored because {component}=False{note}"
-                warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
-
+        imposed: dict[str, Any] = {}
         if not self.deterministic_policy:
-            note = " (only its sigma is used: the Gaussian actor's initial standard deviation)"
-            ignore("action_noise", self.action_noise, "deterministic_policy", note=note)
-            self.action_noise = None  # the Gaussian actor explores by sampling itself
+            imposed["action_noise"] = None  # the Gaussian actor explores by sampling itself
         if not self.switches["replay_buffer"]:
             check_online_updates(self.replay_buffer_class, self.n_steps, self.train_freq)
-            ignore("buffer_size", self.buffer_size, "replay_buffer", imposed=self.n_envs)
-            ignore("batch_size", self.batch_size, "replay_buffer", imposed=1)
-            ignore("optimize_memory_usage", self.optimize_memory_usage, "replay_buffer")
             # One transition per env: every update learns from the newest transition alone
-            self.buffer_size, self.batch_size, self.optimize_memory_usage = self.n_envs, 1, False
-        if not self.target_networks:
-            ignore("tau", self.tau, "target_networks")
-        if not self.target_policy_smoothing:
-            ignore("target_policy_noise", self.target_policy_noise, "target_policy_smoothing")
-            ignore("target_noise_clip", self.target_noise_clip, "target_policy_smoothing")
-        if not self.delayed_policy_update:
-            ignore("policy_delay", self.policy_delay, "delayed_policy_update")
-        if not self.clipped_double_q:
-            ignore("n_critics", self.policy_kwargs.get("n_critics", 1), "clipped_double_q")
+            imposed.update(buffer_size=self.n_envs, batch_size=1, optimize_memory_usage=False)
+        defaults = {name: p.default for name, p in inspect.signature(AblatableTD3.__init__).parameters.items()}
+        defaults["n_critics"] = 1
+        for switch in TABLE:
+            if self.switches[switch.name]:
+                continue
+            for name in switch.unused:
+                value = self.policy_kwargs.get(name, 1) if name == "n_critics" else getattr(self, name)
+                if value != defaults[name] and (name not in imposed or value != imposed[name]):
+                    note = f" ({switch.unused_note})" if switch.unused_note else ""
+                    message = f"{name}={value!r} is ignored because {switch.name}=False{note}"
+                    warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
+        for name, value in imposed.items():
+            setattr(self, name, value)
 
     def _sb3_policy_class(self) -> type[BasePolicy] | None:
         # With a component switched off there is no SB3 equivalent: the checkpoint is ours
@@ -301,28 +280,29 @@ class AblatableTD3(DDPG):
     @classmethod
     def _check_load_kwargs(cls, data: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         """
-        As :meth:`DDPG._check_load_kwargs`, and for the component switches: a switch equal to the saved one is
+        As :meth:`OffPolicyActorCritic._check_load_kwargs`, and for the component switches: a switch equal to the saved one is
         dropped (the zoo's ``--trained-agent`` passes them all); a different ``target_policy_smoothing`` or
         ``delayed_policy_update`` is applied (they act only on the updates to come); a different
         ``deterministic_policy``, ``replay_buffer``, ``target_networks`` or ``clipped_double_q`` is refused, since
         the saved networks (or buffer) are those of the other setting.
         """
         kwargs = super()._check_load_kwargs(data, kwargs)
-        saved = {name: True for name in SWITCHES} | data.get("switches", {})  # SB3's TD3: every component on
+        saved = {**DEFAULTS, **data.get("switches", {})}  # SB3's TD3: every component on
         changes = {}
-        for name in SWITCHES:
-            if name not in kwargs:
+        for switch in TABLE:
+            if switch.name not in kwargs:
                 continue
-            value = check_switch(name, kwargs.pop(name))
-            if value == saved[name]:
+            value = check_switch(switch.name, kwargs.pop(switch.name))
+            if value == saved[switch.name]:
                 continue
-            if name not in SWITCHES_CHANGEABLE_ON_LOAD:
+            if not switch.changeable_on_load:
                 raise ValueError(
-                    f"{name}={value} cannot be applied to a model saved with {name}={saved[name]}: {LOAD_REFUSALS[name]}"
+                    f"{switch.name}={value} cannot be applied to a model saved with {switch.name}={saved[switch.name]}: "
+                    f"{switch.load_refusal}"
                 )
-            changes[name] = value
+            changes[switch.name] = value
         if changes:
-            kwargs.update(changes, switches={**saved, **changes})
+            kwargs["switches"] = {**saved, **changes}
         return kwargs
 
     @classmethod
@@ -337,8 +317,8 @@ class AblatableTD3(DDPG):
         """SB3's ``load_replay_buffer``; with ``replay_buffer=False`` only a buffer of one transition per env fits."""
         previous = self.replay_buffer
         super().load_replay_buffer(path, truncate_last_traj=truncate_last_traj)
-        if not self.switches["replay_buffer"] and self.replay_buffer.buffer_size != self.buffer_size:  # type: ignore[union-attr]
-            size = self.replay_buffer.buffer_size  # type: ignore[union-attr]
+        if not self.switches["replay_buffer"] and self.replay_buffer.buffer_size != self.buffer_size:
+            size = self.replay_buffer.buffer_size
             self.replay_buffer = previous
             raise ValueError(
                 f"the replay buffer in {path} holds {size} transitions per env, but with replay_buffer=False the model "
@@ -358,9 +338,14 @@ class AblatableTD3(DDPG):
         stats = TrainingStats()
         for _ in range(gradient_steps):
             self._n_updates += 1
-            # Component 2, replay buffer: a minibatch of stored transitions; switched off, the buffer holds only the
-            # newest transition of each env (see `_apply_switches`) and the batch is that one transition
-            replay_data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)  # type: ignore[union-attr]
+            # Component 2, replay buffer: a minibatch of stored transitions, or one transition: the buffer then holds
+            # only the newest transition of each env (see `_apply_switches`)
+            if self.switches["replay_buffer"]:
+                replay_data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            else:
+                replay_data = self.replay_buffer.sample(1, env=self._vec_normalize_env)
+            # n-step replay gives gamma**n per sample (less where the episode ended early)
+            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
             with th.no_grad():
                 # Component 4, target policy smoothing: clipped Gaussian noise on the target action
                 if self.target_policy_smoothing:
@@ -374,13 +359,14 @@ class AblatableTD3(DDPG):
                 # Component 6, clipped double Q-learning: bootstrap from the minimum over the critics (off: one critic)
                 if self.clipped_double_q:
                     next_q_values, _ = th.min(next_q_values, dim=-1, keepdim=True)
-                target_q_values = self._td_target(replay_data, next_q_values)
+                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
 
             # Critics: each regresses Q_i(s, a) on the same target
             current_q_values = self.critic(replay_data.observations, replay_data.actions)
-            critic_loss = sum(F.mse_loss(current_q, target_q_values) for current_q in current_q_values)
-            self._gradient_step(self.critic.optimizer, critic_loss)  # type: ignore[arg-type]
-            stats.critic_step(critic_loss, current_q_values, target_q_values)  # type: ignore[arg-type]
+            # (typeshed types a sum as possibly the int 0: these are tensors)
+            critic_loss: th.Tensor = sum(F.mse_loss(q, target_q_values) for q in current_q_values)  # type: ignore[assignment]
+            self._gradient_step(self.critic.optimizer, critic_loss)
+            stats.critic_step(critic_loss, current_q_values, target_q_values)
 
             if self._n_updates % policy_delay == 0:
                 # Component 1, deterministic policy: the actor's action, or a reparameterized sample of the Gaussian
@@ -394,7 +380,10 @@ class AblatableTD3(DDPG):
                 self._gradient_step(self.actor.optimizer, actor_loss, inputs=self._actor_parameters)
                 stats.actor_step(actor_loss, log_std)
                 if self.target_networks:
-                    self._update_target_networks()
+                    # Polyak averaging with tau (each network's flat buffer at once); batch-norm statistics copied
+                    params, target_params, running_stats, target_running_stats = self.policy.polyak_tensors()
+                    foreach_polyak_update(params, target_params, self.tau)
+                    foreach_polyak_update(running_stats, target_running_stats, 1.0)
         self._record_training_stats(stats)
 
     def learn(

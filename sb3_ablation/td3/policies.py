@@ -94,6 +94,8 @@ class AblatableTD3Policy(DDPGPolicy):
     :param share_features_extractor: Whether the actor and the critic share the features extractor
     :param batched_critics: Evaluate all critics as one batched network (the speed mode; not bit-exact with SB3)
     :param fused_adam: Plain Adam steps with PyTorch's fused implementation (the speed mode; not bit-exact with SB3)
+    :param bfloat16_batch_size: Run the large hidden-to-hidden products in bfloat16 (the speed mode; see
+        :class:`DDPGPolicy`)
     :param deterministic_actor: A deterministic actor (TD3) or a tanh-squashed Gaussian one
     :param actor_initial_std: The Gaussian actor's pre-tanh standard deviation at initialization (see
         :class:`GaussianActor`); unused by a deterministic actor
@@ -117,6 +119,7 @@ class AblatableTD3Policy(DDPGPolicy):
         share_features_extractor: bool = False,
         batched_critics: bool = False,
         fused_adam: bool = False,
+        bfloat16_batch_size: int | None = None,
         deterministic_actor: bool = True,
         actor_initial_std: float | Sequence[float] = 0.1,
         target_networks: bool = True,
@@ -139,6 +142,7 @@ class AblatableTD3Policy(DDPGPolicy):
             share_features_extractor=share_features_extractor,
             batched_critics=batched_critics,
             fused_adam=fused_adam,
+            bfloat16_batch_size=bfloat16_batch_size,
         )
 
     def _build(self, lr_schedule: Schedule) -> None:

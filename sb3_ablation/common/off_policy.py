@@ -1,0 +1,354 @@
+"""
+What DDPG and AblatableTD3 share, besides their ``train()``: SB3 checkpoint interop, the load checks, the policy
+arguments implied by the algorithm's own arguments, and the speed and collection levers.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import io
+import pathlib
+import zipfile
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.noise import ActionNoise
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.policies import BasePolicy, ContinuousCritic
+from stable_baselines3.common.save_util import json_to_data, open_path, save_to_pkl
+from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.td3 import policies as sb3_td3_policies
+
+from sb3_ablation.common.buffers import FastReplayBuffer
+from sb3_ablation.common.collection import LeanCollectionMixin
+from sb3_ablation.common.mixed_precision import SpeedModeMixin
+from sb3_ablation.common.training_stats import TrainingStats, log_training
+from sb3_ablation.common.utils import UnsupportedActionSpaceError, check_keyword_arguments
+
+if TYPE_CHECKING:  # the policies' package imports the algorithms
+    from sb3_ablation.ddpg.policies import Actor, DDPGPolicy
+
+SelfActorCritic = TypeVar("SelfActorCritic", bound="OffPolicyActorCritic")
+
+# SB3's TD3 policies (SB3's DDPG uses them too), by alias: our policies have the same modules and parameters
+SB3_TD3_POLICIES: dict[str, type[BasePolicy]] = {
+    "MlpPolicy": sb3_td3_policies.MlpPolicy,
+    "CnnPolicy": sb3_td3_policies.CnnPolicy,
+    "MultiInputPolicy": sb3_td3_policies.MultiInputPolicy,
+}
+SB3_POLICY_ARGUMENTS = set(inspect.signature(sb3_td3_policies.TD3Policy.__init__).parameters) - {"self"}
+
+
+class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorithm):
+    """
+    The base of DDPG and AblatableTD3: a deterministic-policy-gradient actor-critic on SB3's ``OffPolicyAlgorithm``
+    whose checkpoints are SB3's where SB3 can represent the model. Subclasses write ``train()``.
+
+    Parameters as SB3's ``OffPolicyAlgorithm``, and:
+
+    :param speed_mode: Train faster at the cost of bit-exactness with SB3, the same algorithm (see
+        :mod:`sb3_ablation.common.mixed_precision`)
+    """
+
+    # Written into policy_kwargs unless given (SB3's DDPG writes n_critics=1)
+    policy_kwargs_defaults: ClassVar[dict[str, Any]] = {}
+    # Policy arguments set by the algorithm's own arguments (see `_implied_policy_kwargs`), not by policy_kwargs
+    implied_policy_arguments: ClassVar[tuple[str, ...]] = ("batched_critics", "fused_adam", "bfloat16_batch_size")
+    # Keywords that a message about a misspelt keyword lists as a reminder
+    highlighted_keywords: ClassVar[tuple[str, ...]] = ()
+    policy: DDPGPolicy
+    replay_buffer: ReplayBuffer  # set up by _setup_model (SB3 types it optional)
+    actor: Actor
+    actor_target: Actor | None
+    critic: ContinuousCritic
+    critic_target: ContinuousCritic | None
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        # A misspelt keyword gets a message naming the closest valid one (before Python's bare TypeError)
+        check_keyword_arguments(cls, kwargs, highlighted=cls.highlighted_keywords)
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        policy: str | type[DDPGPolicy],
+        env: GymEnv | str,
+        learning_rate: float | Schedule,
+        buffer_size: int,
+        learning_starts: int,
+        batch_size: int,
+        tau: float,
+        gamma: float,
+        train_freq: int | tuple[int, str],
+        gradient_steps: int,
+        action_noise: ActionNoise | None,
+        replay_buffer_class: type[ReplayBuffer] | None,
+        replay_buffer_kwargs: dict[str, Any] | None,
+        optimize_memory_usage: bool,
+        n_steps: int,
+        speed_mode: bool | str,
+        stats_window_size: int,
+        tensorboard_log: str | None,
+        policy_kwargs: dict[str, Any] | None,
+        verbose: int,
+        seed: int | None,
+        device: th.device | str,
+    ):
+        super().__init__(
+            policy,
+            env,
+            learning_rate,
+            buffer_size,
+            learning_starts,
+            batch_size,
+            tau,
+            gamma,
+            train_freq,
+            gradient_steps,
+            action_noise=action_noise,
+            replay_buffer_class=replay_buffer_class,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            optimize_memory_usage=optimize_memory_usage,
+            n_steps=n_steps,
+            policy_kwargs={**self.policy_kwargs_defaults, **(policy_kwargs or {})},
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            verbose=verbose,
+            device=device,
+            seed=seed,
+            sde_support=False,
+            supported_action_spaces=None,  # checked below, with a clearer message than SB3's assertion
+            support_multi_env=True,
+        )
+        if getattr(self, "action_space", None) is not None and not isinstance(self.action_space, spaces.Box):
+            raise UnsupportedActionSpaceError(
+                f"{type(self).__name__} needs a continuous action space (gymnasium.spaces.Box), "
+                f"but the environment's action space is {self.action_space}"
+            )
+        self.speed_mode = speed_mode
+        # The diagnostics of the last train() call (see TrainingStats): means over its gradient steps
+        self.training_diagnostics: dict[str, float] = {}
+
+    def _implied_policy_kwargs(self) -> dict[str, Any]:
+        """
+        Policy arguments implied by the algorithm's own arguments. They are added when the policy is built and kept
+        out of ``policy_kwargs``, which stays what the user gave (and what SB3 saves and compares on load).
+        """
+        if self.speed_mode_info is None:
+            return {}
+        # speed_mode: the critic layout it chose (batched: fewer, larger kernels; other random draws than SB3),
+        # PyTorch's fused Adam (one kernel per step; other rounding than SB3) and the precision of the hidden layers
+        implied: dict[str, Any] = {"batched_critics": self.speed_mode_info.batched_critics, "fused_adam": True}
+        if self.speed_mode_info.precision == "bfloat16":
+            implied["bfloat16_batch_size"] = self.batch_size
+        return implied
+
+    def _setup_model(self) -> None:
+        # A checkpoint written by SB3 names SB3's policy class: build ours, which has the same modules
+        for name, sb3_policy_class in SB3_TD3_POLICIES.items():
+            if self.policy_class is sb3_policy_class:
+                self.policy_class = self.policy_aliases[name]
+        self._configure_speed_mode()
+        # SB3's ReplayBuffer, sampled faster (same storage, same draws)
+        plain_buffer = self.replay_buffer_class in (None, ReplayBuffer) and not isinstance(self.observation_space, spaces.Dict)
+        if plain_buffer and self.n_steps == 1:
+            self.replay_buffer_class = FastReplayBuffer
+        # SB3 builds the policy from `policy_kwargs`, and saves and compares them on load: they stay what the user
+        # gave, the implied arguments are added for the building only. A patch, as SB3's _setup_model has no hook
+        # for the policy's arguments (and rewriting it would copy its buffer set-up)
+        user_policy_kwargs = {
+            key: value for key, value in self.policy_kwargs.items() if key not in self.implied_policy_arguments
+        }
+        self.policy_kwargs = {**user_policy_kwargs, **self._implied_policy_kwargs()}
+        try:
+            super()._setup_model()
+        finally:
+            self.policy_kwargs = user_policy_kwargs
+        self._create_aliases()
+        self._configure_lean_collection()
+
+    def _create_aliases(self) -> None:
+        self.actor = self.policy.actor
+        self.actor_target = self.policy.actor_target
+        self.critic = self.policy.critic
+        self.critic_target = self.policy.critic_target
+        # the leaves of the actor update's backward pass, listed once (a module traversal per train() call costs more
+        # than a small network's kernels); the parameters keep their identity through load, set_parameters and .to()
+        self._actor_parameters = list(self.actor.parameters())
+
+    @staticmethod
+    def _gradient_step(optimizer: th.optim.Optimizer, loss: th.Tensor, inputs: list[th.Tensor] | None = None) -> None:
+        """
+        One optimizer step on ``loss``.
+
+        :param inputs: the only leaves to compute gradients for (the actor update skips the critic's weight gradients)
+        """
+        optimizer.zero_grad()
+        loss.backward(inputs=inputs)
+        optimizer.step()
+
+    def _record_training_stats(self, stats: TrainingStats) -> None:
+        """Keep the diagnostics of one ``train()`` call in ``training_diagnostics``; log them with the losses."""
+        self.training_diagnostics = stats.diagnostics()
+        log_training(self.logger, self._n_updates, stats.losses(), self.training_diagnostics)
+
+    def _excluded_save_params(self) -> list[str]:
+        # What the speed mode and lean collection derive from the hardware and the spaces is derived again at load
+        derived = ["speed_mode_info", "_lean_observations", "_actor_parameters", "training_diagnostics"]
+        return [*super()._excluded_save_params(), "actor", "critic", "actor_target", "critic_target", *derived]
+
+    def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
+        return ["policy", "actor.optimizer", "critic.optimizer"], []
+
+    def _sb3_policy_class(self) -> type[BasePolicy] | None:
+        """SB3's TD3 policy class that builds exactly this model's policy, or None where SB3 has no equivalent."""
+        if self.speed_mode or not set(self.policy_kwargs) <= SB3_POLICY_ARGUMENTS:
+            return None
+        names = [name for name, policy_class in self.policy_aliases.items() if self.policy_class is policy_class]
+        return SB3_TD3_POLICIES[names[0]] if names else None
+
+    def save(
+        self,
+        path: str | pathlib.Path | io.BufferedIOBase,
+        exclude: Iterable[str] | None = None,
+        include: Iterable[str] | None = None,
+    ) -> None:
+        """
+        Save the model in SB3's format. Where SB3 can represent the model (not in speed mode, and see
+        :meth:`_sb3_policy_class`) the file names SB3's policy and buffer classes, so SB3's ``TD3``/``DDPG`` (and
+        tools without this package) load it; the optimizer states are in PyTorch's per-parameter layout either way.
+        Parameters as SB3's ``save``.
+        """
+        # The two classes are the only differences from the file SB3 writes; swapped for the writing only. A patch:
+        # SB3's save writes `self.__dict__` with no hook for one attribute's saved value, and the attributes must
+        # stay ours (SB3's policy class would build SB3's policy at the next _setup_model)
+        saved_as: dict[str, Any] = {}
+        sb3_policy_class = self._sb3_policy_class()
+        if sb3_policy_class is not None:
+            saved_as["policy_class"] = sb3_policy_class
+        if self.replay_buffer_class is FastReplayBuffer:
+            saved_as["replay_buffer_class"] = ReplayBuffer
+        originals = {name: self.__dict__[name] for name in saved_as}
+        self.__dict__.update(saved_as)
+        try:
+            super().save(path, exclude=exclude, include=include)
+        finally:
+            self.__dict__.update(originals)
+
+    @classmethod
+    # SB3's load is typed on BaseAlgorithm's TypeVar; the override narrows it to this class's, as SB3's subclasses do
+    def load(  # type: ignore[override]
+        cls: type[SelfActorCritic],
+        path: str | pathlib.Path | io.BufferedIOBase,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
+        **kwargs: Any,
+    ) -> SelfActorCritic:
+        """
+        SB3's ``load``, for files written by this package or by SB3's TD3/DDPG, with SB3's keywords.
+
+        Keyword arguments change the loaded model as in SB3, except: ``policy_kwargs`` that build the same policy as
+        the saved ones are accepted (those given at creation), other ones are refused; ``speed_mode`` cannot be
+        switched on or off (a speed-mode model may be given another precision, ``"bfloat16"`` or ``"float32"``);
+        subclasses check their own arguments (:meth:`_check_load_kwargs`).
+        """
+        data = read_saved_data(path, custom_objects)
+        kwargs = cls._check_load_kwargs(data, dict(kwargs))
+        return super().load(
+            path,
+            env=env,
+            device=device,
+            custom_objects=custom_objects,
+            print_system_info=print_system_info,
+            force_reset=force_reset,
+            **kwargs,
+        )
+
+    @classmethod
+    def _check_load_kwargs(cls, data: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """
+        The keyword arguments of :meth:`load` that SB3's ``load`` should write into the model; raise on a change
+        that cannot be applied to the saved model.
+
+        :param data: the saved attributes of the model
+        :param kwargs: the keyword arguments given to ``load``
+        """
+        saved_speed_mode = data.get("speed_mode", False)
+        if "speed_mode" in kwargs and bool(kwargs["speed_mode"]) != bool(saved_speed_mode):
+            raise ValueError(
+                f"speed_mode={kwargs['speed_mode']!r} differs from the saved model's ({saved_speed_mode!r}): its "
+                "critics and optimizer states are stored for the other mode"
+            )
+        if "policy_kwargs" in kwargs:
+            saved = {key: value for key, value in data.get("policy_kwargs", {}).items() if key != "device"}
+            given = kwargs.pop("policy_kwargs") or {}
+            if cls._comparable_policy_kwargs(given, data) != cls._comparable_policy_kwargs(saved, data):
+                raise ValueError(
+                    f"policy_kwargs={given} build another policy than the saved policy_kwargs={saved}; "
+                    "a loaded model keeps its networks"
+                )
+        return kwargs
+
+    @classmethod
+    def _comparable_policy_kwargs(cls, policy_kwargs: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+        """``policy_kwargs`` as they build the policy: with the defaults, without what the saved model implies."""
+        comparable = {**cls.policy_kwargs_defaults, **policy_kwargs}
+        return {key: value for key, value in comparable.items() if key not in cls.implied_policy_arguments}
+
+    def set_parameters(
+        self,
+        load_path_or_dict: str | pathlib.Path | io.BufferedIOBase | dict[str, Any],
+        exact_match: bool = True,
+        device: th.device | str = "auto",
+    ) -> None:
+        """
+        SB3's ``set_parameters`` (parameters in SB3's layout or ours); if loading fails part way, the model keeps
+        the parameters it had. Parameters as SB3's.
+        """
+        previous = copy.deepcopy(self.get_parameters())
+        try:
+            # SB3 types the argument as a path or a dict but reads file objects too (load_from_zip_file)
+            super().set_parameters(load_path_or_dict, exact_match=exact_match, device=device)  # type: ignore[arg-type]
+        except Exception:
+            super().set_parameters(previous, exact_match=True, device=device)
+            raise
+
+    def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
+        """Save the replay buffer, as SB3's ``ReplayBuffer`` where it is our faster one (the same storage)."""
+        buffer = self.replay_buffer
+        if type(buffer) is FastReplayBuffer:
+            # A copy that shares the arrays, pickled as SB3's class (FastReplayBuffer only adds a faster sample)
+            buffer = copy.copy(buffer)
+            buffer.__class__ = ReplayBuffer
+        save_to_pkl(path, buffer, self.verbose)
+
+    def load_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
+        """SB3's ``load_replay_buffer``; SB3's plain ``ReplayBuffer`` is sampled by our faster one (same storage)."""
+        super().load_replay_buffer(path, truncate_last_traj=truncate_last_traj)
+        if type(self.replay_buffer) is ReplayBuffer and self.replay_buffer_class is FastReplayBuffer:
+            # SB3's load unpickles the buffer itself: its class is set afterwards (no state differs)
+            self.replay_buffer.__class__ = FastReplayBuffer
+
+
+def read_saved_data(path: str | pathlib.Path | io.BufferedIOBase, custom_objects: dict[str, Any] | None = None) -> dict:
+    """The saved attributes (``data``) of an SB3 model file, read without its parameters."""
+    file = open_path(path, "r", suffix="zip")
+    position = file.tell()
+    try:
+        with zipfile.ZipFile(file) as archive:
+            if "data" not in archive.namelist():
+                raise ValueError(f"{path} is not a saved model: it has no 'data' entry")
+            return json_to_data(archive.read("data").decode(), custom_objects=custom_objects)
+    except zipfile.BadZipFile as error:
+        raise ValueError(f"{path} is not a saved model (not a zip file)") from error
+    finally:
+        if isinstance(path, io.BufferedIOBase):
+            file.seek(position)  # SB3 reads the same file-like object next
+        else:
+            file.close()
