@@ -349,3 +349,39 @@ def test_format_3_records_use_the_overestimation_without_the_time_limit_artifact
     assert bias_row.startswith("| td3 | 5 | -998.8 [")  # IQM of 1.1, 1.2, 1.3 minus 1,000 (seeds 1-3 of 0-4)
     run = load_study(tmp_path).runs["Pendulum-v1"]["td3"][0]
     assert run.value_episodes[0] == [{"states": 5, "q_sum": 1.0}] and "value_episodes" not in run.values
+
+
+def test_old_and_new_overestimation_measures_are_never_mixed(tmp_path):
+    write_study(tmp_path, leave_one_out(), seeds=range(10))
+    for path in tmp_path.glob("runs/*/*/seed_*.json"):
+        record = read_json(path)
+        if record["seed"] >= 5:  # only seeds 5-9 have the new measure
+            record["evaluations"]["overestimation"] = [0.0, 0.0, 7.0]
+            write_json_atomic(path, {**record, "format": 3})
+    from sb3_ablation.study.analysis import outcome_values
+    from sb3_ablation.study.plan import AnalysisPlan
+
+    seeds, values = outcome_values(load_study(tmp_path), "Pendulum-v1", "td3", "overestimation", AnalysisPlan())
+    assert seeds.tolist() == [5, 6, 7, 8, 9] and values.tolist() == [7.0] * 5
+
+
+def test_a_factorial_study_gets_its_factorial_section_and_interaction_plots(tmp_path):
+    from sb3_ablation.study.variants import resolve_variants
+
+    variants = resolve_variants("factorial:target_networks,clipped_double_q")
+
+    def outcome(variant):
+        # removing target networks costs 100, removing clipped double Q nothing, no interaction
+        cost = 100.0 * (not variant.switches["target_networks"])
+        return lambda seed: (-150.0 - cost - 3 * seed + (seed % 2), 1.0)
+
+    write_study(tmp_path, {("Pendulum-v1", v.name): outcome(v) for v in variants}, seeds=range(6))
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert "## Pendulum-v1: factorial analysis" in text
+    assert re.search(r"\| remove target_networks \| -100\.0 \[.*\| differs \|", text)
+    assert (tmp_path / "figures" / "Pendulum-v1_factorial_final_window.png").stat().st_size > 0
+    effects = read_json(tmp_path / "report.json")["sections"]["Pendulum-v1: factorial analysis"]["outcomes"]
+    assert effects["final_window"]["effects"]["target_networks"]["verdict"] == "differs"
+    loo = tmp_path / "loo"
+    write_study(loo, leave_one_out(), seeds=range(5))
+    assert "factorial analysis" not in write_report(loo, reps=REPS).read_text()

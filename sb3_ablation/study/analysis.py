@@ -15,7 +15,9 @@ Other analyses append a :class:`Section` to ``ReportModel.sections``; the report
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -133,6 +135,8 @@ class Section:
     title: str
     lines: list[str]
     json: dict[str, Any] = field(default_factory=dict)
+    # figures the lines refer to: file name under figures/ -> a function drawing it into the given path
+    figures: dict[str, Callable[[Path], None]] = field(default_factory=dict)
 
 
 @dataclass
@@ -154,11 +158,18 @@ class ReportModel:
 # ----------------------------------------------------------------------------------------------------------------------
 
 
-def run_outcome(run, key: str, plan: AnalysisPlan) -> float:
-    """One run's value of an outcome (NaN when the run did not record it)."""
+def run_outcome(run, key: str, plan: AnalysisPlan, new_measure: bool = False) -> float:
+    """
+    One run's value of an outcome (NaN when the run did not record it).
+
+    :param new_measure: the overestimation is the measure without the time-limit artifact: runs with only the old
+        measure give NaN (the two measures are never mixed in one comparison)
+    """
     timesteps, returns = run.curve("mean_return")
     if key == "overestimation":
-        return run.final("overestimation") if run.has("overestimation") else run.final("bias")
+        if new_measure:
+            return run.final("overestimation") if run.has("overestimation") else math.nan
+        return run.final("bias")
     if not len(returns):
         return math.nan
     if key == "last":
@@ -168,9 +179,15 @@ def run_outcome(run, key: str, plan: AnalysisPlan) -> float:
     return float(np.nanmean(returns[timesteps >= (1 - plan.final_fraction) * timesteps[-1]]))
 
 
+def has_new_measure(data: StudyData, env: str) -> bool:
+    """Some run of the env recorded the overestimation without the time-limit artifact (record format 3)."""
+    return any(run.has("overestimation") for runs in data.runs.get(env, {}).values() for run in runs)
+
+
 def outcome_values(data: StudyData, env: str, variant: str, key: str, plan: AnalysisPlan) -> tuple[np.ndarray, np.ndarray]:
     """``(seeds, values)`` of an outcome over the finished runs of a variant that recorded it."""
-    pairs = [(run.seed, run_outcome(run, key, plan)) for run in data.runs.get(env, {}).get(variant, [])]
+    new_measure = key == "overestimation" and has_new_measure(data, env)
+    pairs = [(run.seed, run_outcome(run, key, plan, new_measure)) for run in data.runs.get(env, {}).get(variant, [])]
     pairs = [(seed, value) for seed, value in pairs if math.isfinite(value)]
     return np.array([s for s, _ in pairs], dtype=np.int64), np.array([v for _, v in pairs], dtype=np.float64)
 
@@ -208,7 +225,7 @@ def _env_result(data: StudyData, env: str, baseline: str, plan: AnalysisPlan, re
     steps = int(timesteps[-1]) if len(timesteps) else 0
     window = [int(t) for t in timesteps if t >= (1 - plan.final_fraction) * steps]
     untrained = float(np.mean([run.curve("mean_return")[1][0] for run in base_runs])) if base_runs else math.nan
-    new_measure = any(run.has("overestimation") for runs in by_variant.values() for run in runs)
+    new_measure = has_new_measure(data, env)
     outcomes = []
     for key in plan.outcomes:
         spec = outcome_spec(key, plan, new_measure)
@@ -340,8 +357,19 @@ def build_model(
     envs = [_env_result(data, env, baseline, plan, reps, seed) for env in data.envs if data.runs.get(env)]
     covered = [e for e in envs if all(v in data.runs[e.env] for v in variants)]
     changes = plan.differences(declared or AnalysisPlan())
+    from sb3_ablation.study.factorial import factorial_sections
+
     return ReportModel(
-        plan, declared, changes, baseline, variants, reps, seed, envs, _across(data, covered, baseline, plan, reps, seed)
+        plan,
+        declared,
+        changes,
+        baseline,
+        variants,
+        reps,
+        seed,
+        envs,
+        _across(data, covered, baseline, plan, reps, seed),
+        sections=factorial_sections(data, envs, plan),
     )
 
 

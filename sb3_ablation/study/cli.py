@@ -32,10 +32,12 @@ DEMO = {
 def _shipped_studies_help() -> str:
     from sb3_ablation.study.config import shipped_studies
 
+    studies = shipped_studies()
+    width = max(map(len, studies), default=0) + 2
     lines = ["shipped studies (--config NAME):"]
-    for name, path in shipped_studies().items():
+    for name, path in studies.items():
         first = next((line.lstrip("# ").strip() for line in path.read_text().splitlines() if line.startswith("#")), "")
-        lines.append(f"  {name:<18}{first}")
+        lines.append(f"  {name:<{width}}{first}")
     return "\n".join(lines)
 
 
@@ -89,7 +91,8 @@ def _study_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--engine",
         help="process: each run in its own process (default); batched: the seeds of one env and variant trained "
-        "together in one process with batched networks (more runs per hour for small networks; no checkpoints)",
+        "together in one process with batched networks (more runs per hour for small networks; groups checkpoint "
+        "and resume like runs)",
     )
     parser.add_argument(
         "--checkpoint-freq",

@@ -24,12 +24,20 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sb3_ablation import SWITCHES
 from sb3_ablation.study.inference import Comparison, compare_family
+from sb3_ablation.study.store import safe_name
+
+if TYPE_CHECKING:
+    from sb3_ablation.study.analysis import EnvResult, Section
+    from sb3_ablation.study.plan import AnalysisPlan
+    from sb3_ablation.study.results import StudyData
 
 #: the symbol between two switch names in the name of their interaction
 INTERACTION = " x "
@@ -115,7 +123,12 @@ def seed_contrasts(design: FactorialDesign, outcomes: Mapping[tuple[bool, ...], 
 
 
 def analyse(
-    design: FactorialDesign, values: Mapping[str, Mapping[int, float]], alpha: float, margin: float
+    design: FactorialDesign,
+    values: Mapping[str, Mapping[int, float]],
+    alpha: float,
+    margin: float,
+    power: float = 0.8,
+    min_n: int = 2,
 ) -> FactorialResult | None:
     """
     Estimate every main effect and two-way interaction of one outcome, with Holm's correction over them.
@@ -124,6 +137,8 @@ def analyse(
     :param values: variant name -> seed -> the run's outcome (finite values only count)
     :param alpha: the family-wise error rate
     :param margin: the equivalence margin (in the outcome's units)
+    :param power: the power of the minimum detectable effect
+    :param min_n: fewer complete seeds than this: no test (every effect ``unresolved``)
     :return: the result, or ``None`` when fewer than 2 seeds have a finished run in every cell
     """
     seeds_per_cell = [
@@ -145,7 +160,7 @@ def analyse(
         design=design,
         seeds=tuple(complete),
         incomplete_seeds=tuple(incomplete),
-        comparisons=compare_family(differences, alpha=alpha, margin=margin),
+        comparisons=compare_family(differences, alpha, margin, power, min_n),
         cell_means=cell_means,
     )
 
@@ -266,3 +281,60 @@ def design_line(design: FactorialDesign, seeds: Sequence[int]) -> str:
         f"Factorial design: 2^{k} = {2**k} variants over {', '.join(design.switches)} (the other switches on), "
         f"{len(seeds)} complete seeds: {len(seeds) * 2**k} runs."
     )
+
+
+def factorial_sections(data: StudyData, envs: Sequence[EnvResult], plan: AnalysisPlan) -> list[Section]:
+    """
+    The report's factorial section of each env whose variants hold a full 2^k design (none for a leave-one-out study).
+
+    :param data: the loaded study
+    :param envs: the report model's per-env results (their outcomes and equivalence margins)
+    :param plan: the analysis plan (alpha, power, outcomes)
+    :return: one section per env with a design
+    """
+    from sb3_ablation.study.analysis import Section, comparison_json, outcome_values
+    from sb3_ablation.study.statistics import MIN_RUNS
+    from sb3_ablation.study.variants import parse_variant
+
+    sections = []
+    for env_result in envs:
+        env = env_result.env
+        variants = [parse_variant(name) for name in data.runs.get(env, {})]
+        design = find_design({v.name: v.switches for v in variants if not v.is_reference})
+        if design is None:
+            continue
+        lines = [EXPLANATION, ""]
+        figures = {}
+        json: dict[str, Any] = {"switches": list(design.switches), "outcomes": {}}
+        for outcome in env_result.outcomes:
+            key = outcome.outcome.key
+            values = {}
+            for variant in design.cells.values():
+                seeds, xs = outcome_values(data, env, variant, key, plan)
+                values[variant] = dict(zip(seeds.tolist(), xs.tolist(), strict=True))
+            result = analyse(design, values, plan.alpha, outcome.margin, plan.power, MIN_RUNS)
+            if result is None:
+                lines += [f"**{outcome.outcome.name}**: fewer than 2 seeds with a run in every cell; no estimate.", ""]
+                continue
+            figure = f"{safe_name(env)}_factorial_{key}.png"
+            figures[figure] = partial(plot_interactions, result, outcome.outcome.short, f"{env}: {outcome.outcome.short}")
+            incomplete = f" (left out, incomplete: seeds {', '.join(map(str, result.incomplete_seeds))})"
+            lines += [
+                f"### {outcome.outcome.name}" + (" (primary)" if outcome.primary else ""),
+                "",
+                design_line(design, result.seeds) + (incomplete if result.incomplete_seeds else ""),
+                f"Equivalence margin ±{_fmt(outcome.margin)} ({outcome.margin_how}); alpha {plan.alpha} family-wise (Holm).",
+                "",
+                *markdown_table(result),
+                "",
+                *summary_lines(result, outcome.outcome.name),
+                "",
+                f"![interaction plots](figures/{figure})",
+                "",
+            ]
+            json["outcomes"][key] = {
+                "seeds": list(result.seeds),
+                "effects": {name: comparison_json(c) for name, c in result.comparisons.items()},
+            }
+        sections.append(Section(f"{env}: factorial analysis", lines, json, figures))
+    return sections

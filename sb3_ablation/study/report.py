@@ -730,6 +730,8 @@ def write_report(
         lines += _env_section(model, data, e, colors, figures)
     lines += _aggregate_section(model, data, colors, figures)
     for section in model.sections:
+        for name, draw in section.figures.items():
+            draw(figures / name)
         lines += [f"## {section.title}", "", *section.lines, ""]
     lines += _warnings_section(data)
     lines += _failures_section(data)
