@@ -224,7 +224,8 @@ def summary_lines(result: FactorialResult, outcome: str) -> list[str]:
             continue
         lines.append(
             f"- {effect_label(name)}: **{comparison.verdict}** on {outcome}: {_fmt(comparison.effect)}{ci_text} "
-            f"(paired t over {n} seeds, Holm-adjusted p {_fmt_p(comparison.p_adjusted)}, margin ±{_fmt(comparison.margin)})."
+            f"(t-test of the per-seed contrasts over {n} seeds, Holm-adjusted p {_fmt_p(comparison.p_adjusted)}, "
+            f"margin ±{_fmt(comparison.margin)})."
         )
     if unresolved:
         lines.append(
