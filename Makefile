@@ -26,8 +26,9 @@ test: $(STAMP)
 demo: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m sb3_ablation demo
 
+# ruff (format and lint) and mypy on the package (settings in pyproject.toml)
 lint: $(STAMP)
-	$(VENV)/bin/ruff format --check . && $(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check . && $(VENV)/bin/ruff check . && $(PY) -m mypy
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
