@@ -24,7 +24,7 @@ from sb3_ablation.switches import TABLE
 
 # The TD3 paper's ablation (Fujimoto et al., 2018, Table 2): average return over the last 10 evaluations, 10 seeds,
 # 1M steps, [400, 300] networks, Gym v1 MuJoCo tasks. "TD3 - X" is TD3 without component X.
-PAPER_BUDGET = {"steps": 1_000_000, "net_arch": [400, 300], "seeds": 10}
+PAPER_STEPS, PAPER_NET_ARCH, PAPER_SEEDS = 1_000_000, [400, 300], 10
 PAPER_TABLE2: dict[str, dict[str, float]] = {
     "HalfCheetah": {
         "td3": 9532.99,
@@ -228,7 +228,7 @@ def _paper_task(env: str) -> str | None:
 
 def budget_lines(studies: Sequence[StudyReport]) -> list[str]:
     """Each task's budget beside the TD3 paper's, and the paper's Table 2 effects beside ours where it has them."""
-    paper = f"{_steps(PAPER_BUDGET['steps'])} steps, {PAPER_BUDGET['net_arch']}, {PAPER_BUDGET['seeds']} seeds"
+    paper = f"{_steps(PAPER_STEPS)} steps, {PAPER_NET_ARCH}, {PAPER_SEEDS} seeds"
     lines = [f"- The TD3 paper's ablation (Table 2): {paper}, on MuJoCo tasks. Here:"]
     for study, env in leave_one_out_envs(studies):
         baseline = study.primary(env).get("baseline")
