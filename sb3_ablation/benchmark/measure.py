@@ -164,6 +164,8 @@ class PhaseTimer:
         self.seconds = dict.fromkeys(LEARN_PHASES, 0.0)
         targets = {"train": model, "action": model, "store": model, "env step": model.get_env()}
         methods = {"train": "train", "action": "_sample_action", "store": "_store_transition", "env step": "step"}
+        # Instrumentation, on this benchmark's own instances only: neither SB3's learn() nor its callbacks mark where
+        # these calls begin and end, and the same code must time SB3's models and ours
         for phase, owner in targets.items():
             setattr(owner, methods[phase], self._timed(phase, getattr(owner, methods[phase])))
 

@@ -223,17 +223,6 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         # than a small network's kernels); the parameters keep their identity through load, set_parameters and .to()
         self._actor_parameters = list(self.actor.parameters())
 
-    @staticmethod
-    def _gradient_step(optimizer: th.optim.Optimizer, loss: th.Tensor, inputs: list[th.Tensor] | None = None) -> None:
-        """
-        One optimizer step on ``loss``.
-
-        :param inputs: the only leaves to compute gradients for (the actor update skips the critic's weight gradients)
-        """
-        optimizer.zero_grad()
-        loss.backward(inputs=inputs)
-        optimizer.step()
-
     def _record_training_stats(self, stats: TrainingStats) -> None:
         """Keep the diagnostics of one ``train()`` call in ``training_diagnostics``; log them with the losses."""
         self.training_diagnostics = stats.diagnostics()
@@ -302,6 +291,7 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         """
         data = read_saved_data(path, custom_objects)
         kwargs = cls._check_load_kwargs(data, dict(kwargs))
+        cls._check_saved_policy_class(data, path)
         return super().load(
             path,
             env=env,
@@ -336,6 +326,20 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
                     "a loaded model keeps its networks"
                 )
         return kwargs
+
+    @classmethod
+    def _check_saved_policy_class(cls, data: dict[str, Any], path: Any) -> None:
+        """
+        Refuse, in one line, a file whose policy is one of this package's that this class does not build (a model of
+        another of its algorithms, whose networks have another layout); SB3's TD3 policies and a user's are accepted.
+        """
+        saved = data.get("policy_class")
+        builds = (*cls.policy_aliases.values(), *SB3_TD3_POLICIES.values())
+        if isinstance(saved, type) and saved.__module__.startswith("sb3_ablation.") and saved not in builds:
+            raise ValueError(
+                f"{path} holds a model with the policy {saved.__module__}.{saved.__qualname__}, which {cls.__name__} "
+                "does not build: load it with the algorithm class that saved it"
+            )
 
     @classmethod
     def _comparable_policy_kwargs(cls, policy_kwargs: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:

@@ -33,15 +33,31 @@ def foreach_polyak_update(params: Sequence[th.Tensor], target_params: Sequence[t
     th._foreach_add_(target_params, params, alpha=tau)
 
 
+def keyword_parameters(cls: type) -> list[str]:
+    """
+    The keyword arguments that ``cls(...)`` accepts: those of its ``__init__``, and where that passes ``**kwargs`` on
+    to its base class, the base class's too.
+    """
+    names: list[str] = []
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        parameters = inspect.signature(klass.__init__).parameters.values()
+        names += [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"]
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            break
+    return names
+
+
 def check_keyword_arguments(cls: type, kwargs: dict[str, Any], highlighted: Sequence[str] = ()) -> None:
     """
     Raise a one-line ``TypeError`` naming an unknown keyword argument of ``cls`` and the closest valid one.
 
-    :param cls: the class whose ``__init__`` receives ``kwargs``
+    :param cls: the class that receives ``kwargs``
     :param kwargs: the keyword arguments given
     :param highlighted: names listed in the message as a reminder (e.g. the component switches)
     """
-    valid = [name for name in inspect.signature(cls.__init__).parameters if name not in ("self", "args", "kwargs")]
+    valid = keyword_parameters(cls)
     for name in kwargs:
         if name in valid:
             continue

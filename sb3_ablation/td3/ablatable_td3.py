@@ -4,6 +4,7 @@ import inspect
 import io
 import pathlib
 import warnings
+from collections.abc import Sequence
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -324,6 +325,26 @@ class AblatableTD3(OffPolicyActorCritic):
                 f"the replay buffer in {path} holds {size} transitions per env, but with replay_buffer=False the model "
                 f"keeps {self.buffer_size} (the newest transition of each env)"
             )
+
+    @property
+    def loss_scale(self) -> int:
+        """What the losses are multiplied by before their gradients are taken: 1, each loss as it is (see
+        :class:`~sb3_ablation.batched.BatchedTD3`, whose losses are means over its agents)."""
+        return 1
+
+    def _gradient_step(
+        self, optimizer: th.optim.Optimizer, loss: th.Tensor, inputs: Sequence[th.Tensor] | None = None
+    ) -> None:
+        """
+        One optimizer step on ``loss`` (times :attr:`loss_scale`).
+
+        :param inputs: the only leaves to compute gradients for (the actor update skips the critic's weight gradients)
+        """
+        optimizer.zero_grad()
+        if self.loss_scale != 1:
+            loss = loss * self.loss_scale
+        loss.backward(inputs=inputs)
+        optimizer.step()
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)

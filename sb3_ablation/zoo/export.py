@@ -4,7 +4,7 @@ Usage::
 
     python -m sb3_ablation.zoo.export --algo ddpg_scratch --env LunarLanderContinuous-v3 \\
         --storage sqlite:///tune.db --study-name lunar -o tuned.yml
-    python -m sb3_ablation.train --algo ddpg_scratch --env LunarLanderContinuous-v3 --conf-file tuned.yml
+    python -m sb3_ablation train --algo ddpg_scratch --env LunarLanderContinuous-v3 --conf-file tuned.yml
 
 The entry is the configuration the study was tuned from (saved in the study by ``train -optimize``) with the best
 trial's parameters on top. Writing it replaces only that environment's entry of an existing file, atomically.
