@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
@@ -43,7 +44,12 @@ class AgentReplayBuffer(ReplayBuffer):
             (gather(self.dones) * (1 - gather(self.timeouts)))[..., None],
             self._normalize_reward(gather(self.rewards)[..., None], env),
         )
-        return ReplayBufferSamples(*(self.to_torch(array) for array in data))
+        # (flat observations: SB3's normalization returns arrays here, not dicts)
+        return ReplayBufferSamples(*(self.to_torch(cast(np.ndarray, array)) for array in data))
+
+
+def _identity(env: gym.Env) -> gym.Env:
+    return env
 
 
 class AgentSeededVecEnv(DummyVecEnv):
@@ -55,8 +61,8 @@ class AgentSeededVecEnv(DummyVecEnv):
     :param agent_seeds: agent k's seed
     """
 
-    def __init__(self, env_fns: list[Callable[[], gym.Env]], agent_seeds: Sequence[int]):
-        super().__init__(env_fns)
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], agent_seeds: Sequence[int]):
+        super().__init__(list(env_fns))
         if len(agent_seeds) != self.num_envs:
             raise ValueError(f"{len(agent_seeds)} seeds for {self.num_envs} envs")
         self.agent_seeds = [int(seed) for seed in agent_seeds]
@@ -217,7 +223,7 @@ class BatchedTD3(AblatableTD3):
         seeds = [agent.seed for agent in agents]
         if any(seed is None for seed in seeds):
             raise ValueError(f"{cls.__name__}.from_agents needs seeded agents, got seeds {seeds}")
-        env_fns: list[Callable[[], gym.Env]] = [lambda env=env: env for env in envs]
+        env_fns = [functools.partial(_identity, env) for env in envs]  # DummyVecEnv takes env constructors
         venv = AgentSeededVecEnv(env_fns, [int(seed) for seed in seeds if seed is not None])
         # (the model's seed is agent 0's: its set_random_seed seeds env k with agent k's seed, see AgentSeededVecEnv)
         model = cls(env=venv, seed=seeds[0], device=agents[0].device, **hyperparams)

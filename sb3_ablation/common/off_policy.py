@@ -12,14 +12,14 @@ import pathlib
 import warnings
 import zipfile
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import DictReplayBuffer, NStepReplayBuffer, ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
-from stable_baselines3.common.policies import BasePolicy, ContinuousCritic
+from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.save_util import json_to_data, open_path, recursive_getattr, save_to_pkl, save_to_zip_file
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
 from stable_baselines3.her import HerReplayBuffer
@@ -32,7 +32,7 @@ from sb3_ablation.common.training_stats import TrainingStats, log_training
 from sb3_ablation.common.utils import UnsupportedActionSpaceError, check_keyword_arguments
 
 if TYPE_CHECKING:  # the policies' package imports the algorithms
-    from sb3_ablation.ddpg.policies import Actor, DDPGPolicy
+    from sb3_ablation.ddpg.policies import Actor, Critic, DDPGPolicy
 
 SelfActorCritic = TypeVar("SelfActorCritic", bound="OffPolicyActorCritic")
 
@@ -66,8 +66,8 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
     replay_buffer: ReplayBuffer  # set up by _setup_model (SB3 types it optional)
     actor: Actor
     actor_target: Actor | None
-    critic: ContinuousCritic
-    critic_target: ContinuousCritic | None
+    critic: Critic
+    critic_target: Critic | None
 
     def __new__(cls, *args: Any, **kwargs: Any):
         # A misspelt keyword gets a message naming the closest valid one (before Python's bare TypeError)
@@ -169,8 +169,8 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
             key: value for key, value in self.policy_kwargs.items() if key not in self.implied_policy_arguments
         }
         policy_arguments = {**self.policy_kwargs, **implied}
-        self.policy = self.policy_class(self.observation_space, self.action_space, self.lr_schedule, **policy_arguments)
-        self.policy = self.policy.to(self.device)
+        policy = self.policy_class(self.observation_space, self.action_space, self.lr_schedule, **policy_arguments)
+        self.policy = cast("DDPGPolicy", policy.to(self.device))  # one of `policy_aliases`
         self._convert_train_freq()
         self._create_aliases()
         self._configure_lean_collection()
@@ -270,8 +270,7 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         save_to_zip_file(path, data=data, params=self.get_parameters(), pytorch_variables=pytorch_variables)
 
     @classmethod
-    # SB3's load is typed on BaseAlgorithm's TypeVar; the override narrows it to this class's, as SB3's subclasses do
-    def load(  # type: ignore[override]
+    def load(
         cls: type[SelfActorCritic],
         path: str | pathlib.Path | io.BufferedIOBase,
         env: GymEnv | None = None,
@@ -362,7 +361,8 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
             # SB3 types the argument as a path or a dict but reads file objects too (load_from_zip_file)
             super().set_parameters(load_path_or_dict, exact_match=exact_match, device=device)  # type: ignore[arg-type]
         except Exception:
-            super().set_parameters(previous, exact_match=True, device=device)
+            # (SB3 types the dict as tensors; it takes what get_parameters returns, state dicts per module)
+            super().set_parameters(previous, exact_match=True, device=device)  # type: ignore[arg-type]
             raise
 
     def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:

@@ -16,7 +16,7 @@ class UnsupportedActionSpaceError(ValueError, AssertionError):
 
 
 @th.no_grad()
-def foreach_polyak_update(params: Sequence[th.Tensor], target_params: Sequence[th.Tensor], tau: float) -> None:
+def foreach_polyak_update(params: list[th.Tensor], target_params: list[th.Tensor], tau: float) -> None:
     """
     Polyak averaging ``target <- (1 - tau) * target + tau * param``, as SB3's ``polyak_update``, with the same two
     arithmetic operations (hence bit-identical results) but two multi-tensor kernels instead of two per parameter.
@@ -40,9 +40,10 @@ def keyword_parameters(cls: type) -> list[str]:
     """
     names: list[str] = []
     for klass in cls.__mro__:
-        if "__init__" not in vars(klass):
+        init = vars(klass).get("__init__")
+        if init is None:
             continue
-        parameters = inspect.signature(klass.__init__).parameters.values()
+        parameters = inspect.signature(init).parameters.values()
         names += [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"]
         if not any(p.kind is p.VAR_KEYWORD for p in parameters):
             break

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import optuna.storages.journal
 import yaml
 from rl_zoo3.hyperparams_opt import HYPERPARAMS_CONVERTER
 from torch import nn
@@ -72,8 +73,9 @@ def _expression(value: Any) -> str:
         items = ", ".join(_expression(item) for item in value)
         return f"[{items}]" if isinstance(value, list) else f"({items}{',' if len(value) == 1 else ''})"
     if isinstance(value, type):
-        if getattr(nn, value.__name__, None) is value:
-            return f"nn.{value.__name__}"
+        name = value.__name__
+        if getattr(nn, name, None) is value:
+            return f"nn.{name}"
         return f"{value.__module__}.{value.__qualname__}"
     return repr(value)
 

@@ -350,7 +350,7 @@ def _preprocessor() -> ExperimentManager:
     manager.verbose = 0
     manager.n_timesteps = 0
     manager.optimize_hyperparameters = False
-    manager.n_evaluations = None
+    manager.n_evaluations = 1  # rl_zoo3's default (read only when optimizing)
     manager.n_actions = 0
     manager.normalize = False
     manager.normalize_kwargs = {}
@@ -361,7 +361,7 @@ def _preprocessor() -> ExperimentManager:
     return manager
 
 
-def split_hyperparams(hyperparams: dict[str, Any], env: gym.Env | Any) -> tuple[dict[str, Any], int, dict[str, Any]]:
+def split_hyperparams(hyperparams: dict[str, Any], env: Any) -> tuple[dict[str, Any], int, dict[str, Any]]:
     """
     Turn a zoo entry into constructor arguments, the training budget and the environment settings, with rl_zoo3's
     own preprocessing (schedules, ``policy_kwargs`` strings, action noise objects, wrappers, callbacks).
