@@ -346,6 +346,8 @@ def _preprocessor() -> ExperimentManager:
     An ExperimentManager holding just the state that its ``_preprocess_hyperparams`` and ``_preprocess_action_noise``
     read and write (no environment id, log folder or command line needed).
     """
+    # Built without its __init__, which needs an algorithm, a registered environment id and a log folder to scan,
+    # none of which the preprocessing reads; rl_zoo3 has the preprocessing only as ExperimentManager methods
     manager = ExperimentManager.__new__(ExperimentManager)
     manager.verbose = 0
     manager.n_timesteps = 0
