@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 import torch as th
+from stable_baselines3 import TD3
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecNormalize
@@ -144,6 +145,29 @@ def test_settings_without_a_per_agent_form_are_refused_in_one_line():
         BatchedTD3("MlpPolicy", VecNormalize(env))
     with pytest.raises(TypeError, match="did you mean 'clipped_double_q'"):
         BatchedTD3("MlpPolicy", env, clipped_dobule_q=False)
+
+
+def test_group_checkpoint_loads_as_the_group_and_is_refused_by_single_agent_classes(tmp_path):
+    model = batched_model(n_agents=2)
+    model.learn(60)
+    model.save(tmp_path / "group")
+    loaded = BatchedTD3.load(tmp_path / "group", env=make_vec_env("Pendulum-v1", n_envs=2))
+    state, loaded_state = model.policy.state_dict(), loaded.policy.state_dict()
+    assert all(th.equal(state[key], loaded_state[key]) for key in state) and loaded.num_timesteps == model.num_timesteps
+    for algorithm in (AblatableTD3, TD3):
+        with pytest.raises((ValueError, RuntimeError)) as error:
+            algorithm.load(tmp_path / "group")
+        if algorithm is AblatableTD3:  # ours names the policy and says what to do, in one line
+            assert "BatchedTD3Policy" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_from_agents_seeds_env_k_with_agent_ks_seed_as_a_single_run_does():
+    agents = [AblatableTD3("MlpPolicy", "Pendulum-v1", seed=seed, **SMALL) for seed in (3, 8)]
+    singles = [AblatableTD3("MlpPolicy", "Pendulum-v1", seed=seed, **SMALL) for seed in (3, 8)]
+    model = BatchedTD3.from_agents(agents, dict(policy="MlpPolicy", **SMALL))
+    observations = model.get_env().reset()
+    for index, single in enumerate(singles):
+        assert np.array_equal(observations[index], single.get_env().reset()[0])
 
 
 STUDY = [

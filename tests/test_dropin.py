@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import stable_baselines3 as sb3
 import torch as th
+from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv, FakeImageEnv
@@ -95,6 +96,9 @@ def test_our_files_need_only_sb3(tmp_path):
     model = AblatableTD3("MlpPolicy", "Pendulum-v1", **small()).learn(60)
     model.save(tmp_path / "model.zip")
     model.save_replay_buffer(tmp_path / "buffer.pkl")
+    # the files name SB3's classes; the model keeps its own (SB3's buffer class is sampled by ours)
+    assert model.policy_class is AblatableTD3.policy_aliases["MlpPolicy"] and model.replay_buffer_class is ReplayBuffer
+    assert type(model.replay_buffer) is FastReplayBuffer
     script = (
         "import sys; sys.modules['sb3_ablation'] = None\n"
         "from stable_baselines3 import TD3\n"

@@ -237,7 +237,18 @@ def test_enjoy_without_a_model_is_one_clear_line(tmp_path, capsys):
 
 
 def test_module_entry_point_reports_bad_key_without_traceback(tmp_path):
-    argv = [sys.executable, "-m", "sb3_ablation.train", "--algo", "ablatable_td3", "--env", ENV, "-f", str(tmp_path / "logs")]
+    argv = [
+        sys.executable,
+        "-m",
+        "sb3_ablation",
+        "train",
+        "--algo",
+        "ablatable_td3",
+        "--env",
+        ENV,
+        "-f",
+        str(tmp_path / "logs"),
+    ]
     result = subprocess.run(
         [*argv, "--hyperparams", "clipped_dobule_q:False"],
         capture_output=True,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar, TypeVar
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar, cast
 
+import gymnasium as gym
 import numpy as np
-import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.policies import BasePolicy
@@ -15,8 +16,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_ablation.batched.policies import BatchedTD3Policy
 from sb3_ablation.common.training_stats import TrainingStats
-from sb3_ablation.common.utils import check_keyword_arguments
-from sb3_ablation.ddpg.ddpg import DDPG
 from sb3_ablation.td3.ablatable_td3 import AblatableTD3
 
 SelfBatchedTD3 = TypeVar("SelfBatchedTD3", bound="BatchedTD3")
@@ -45,7 +44,38 @@ class AgentReplayBuffer(ReplayBuffer):
             (gather(self.dones) * (1 - gather(self.timeouts)))[..., None],
             self._normalize_reward(gather(self.rewards)[..., None], env),
         )
-        return ReplayBufferSamples(*(self.to_torch(array) for array in data))
+        # (flat observations: SB3's normalization returns arrays here, not dicts)
+        return ReplayBufferSamples(*(self.to_torch(cast(np.ndarray, array)) for array in data))
+
+
+def _identity(env: gym.Env) -> gym.Env:
+    return env
+
+
+class AgentSeededVecEnv(DummyVecEnv):
+    """
+    SB3's ``DummyVecEnv`` whose env k is agent k's, seeded with agent k's seed as a single-env run seeds its env
+    (``VecEnv.seed`` would give env k the seed ``seed + k``).
+
+    :param env_fns: the agents' envs, as for ``DummyVecEnv``
+    :param agent_seeds: agent k's seed
+    """
+
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], agent_seeds: Sequence[int]):
+        super().__init__(list(env_fns))
+        if len(agent_seeds) != self.num_envs:
+            raise ValueError(f"{len(agent_seeds)} seeds for {self.num_envs} envs")
+        self.agent_seeds = [int(seed) for seed in agent_seeds]
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """
+        Seed env k with agent k's seed at the next reset, when ``seed`` is agent 0's (the model's seed: SB3's
+        ``set_random_seed`` passes it); any other seed shifts every agent's seed by the same amount.
+        """
+        if seed is None:
+            return super().seed(seed)
+        self._seeds = [agent_seed + seed - self.agent_seeds[0] for agent_seed in self.agent_seeds]
+        return self._seeds
 
 
 class BatchedTD3(AblatableTD3):
@@ -56,17 +86,23 @@ class BatchedTD3(AblatableTD3):
     mostly per-call overhead). Agent k has its own weights, Adam moments, replay column, env and action noise; agents
     share only the process's random number streams, so agent k is statistically, not bitwise, a separate run.
 
-    Per agent, everything follows the single-run schedule: ``learn(total_timesteps)`` trains each agent for
-    ``total_timesteps`` of its own env steps; ``learning_starts``, ``buffer_size`` and ``gradient_steps`` (also -1)
-    are per agent. SB3's ``num_timesteps`` counts all agents' steps (K per ``VecEnv`` step): callbacks that count
-    per agent divide by ``n_agents``. The loss of a gradient step is the sum of the agents' mean losses, so each agent's
-    gradient is that of its own mean loss.
+    Step counts. SB3 counts a ``VecEnv`` step as K timesteps (one per env) and stores K transitions; so that each
+    agent follows the single-run schedule, the counts given per agent are converted to SB3's in three places:
+    ``learn(total_timesteps)`` runs SB3's ``learn`` for ``K * total_timesteps`` (each agent takes ``total_timesteps``
+    env steps); the constructor multiplies ``learning_starts`` and ``buffer_size`` by K (the attributes hold SB3's
+    counts); ``train`` with ``gradient_steps=-1`` does one gradient step per ``VecEnv`` step, where SB3 asks for K.
+    ``num_timesteps`` stays SB3's count of all agents' steps (callbacks that count per agent divide by ``n_agents``;
+    :attr:`agent_timesteps` is the count per agent). The loss of a gradient step is the sum of the agents' mean losses
+    (:attr:`loss_scale`), so each agent's gradient is that of its own mean loss.
 
     Takes every argument of :class:`AblatableTD3`; refuses (one line each) what has no per-agent form here: speed
     mode, ``VecNormalize`` (its statistics would be pooled over agents), non-flat observations, n-step or custom replay
-    buffers, the memory-efficient buffer and ``train_freq`` in episodes. Save agent k with :meth:`copy_agent_to` into
-    an ``AblatableTD3`` of the same settings. ``save`` and ``load`` (SB3's) keep the batched model as a whole: all
-    agents' weights, Adam moments and counters, loaded back with a ``VecEnv`` of K envs (a checkpoint of the group).
+    buffers, the memory-efficient buffer and ``train_freq`` in episodes.
+
+    Saving: ``save`` writes the group, in SB3's format (all agents' weights, Adam moments and counters, naming
+    :class:`BatchedTD3Policy`), for ``BatchedTD3.load`` with a ``VecEnv`` of K envs (a checkpoint of the group);
+    ``AblatableTD3.load`` refuses such a file in one line. One agent as a model of its own: :meth:`copy_agent_to` an
+    ``AblatableTD3`` of the same settings, then its ``save``.
 
     :param policy: ``"MlpPolicy"`` (:class:`BatchedTD3Policy`)
     :param env: a ``VecEnv`` whose env k is agent k's (or a Gym env / id: one agent)
@@ -77,18 +113,13 @@ class BatchedTD3(AblatableTD3):
     implied_policy_arguments = (*AblatableTD3.implied_policy_arguments, "n_agents")
     policy: BatchedTD3Policy
 
-    def __new__(cls, *args: Any, **kwargs: Any):
-        # AblatableTD3's keywords (this __init__ passes them on as **kwargs)
-        check_keyword_arguments(AblatableTD3, kwargs, highlighted=cls.switch_names)
-        return object.__new__(cls)
-
     def __init__(self, policy: str | type[BatchedTD3Policy], env: Any, **kwargs: Any):
         init_setup_model = kwargs.pop("_init_setup_model", True)
         super().__init__(policy, env, **kwargs, _init_setup_model=False)
         self.n_agents = self.n_envs
         self._check_batched_settings(kwargs.get("replay_buffer_class"))
         self.replay_buffer_class = AgentReplayBuffer
-        # Per-agent schedule: SB3 counts K steps (and K transitions) per VecEnv step
+        # Per-agent counts to SB3's (see "Step counts" above): SB3 counts K steps and K transitions per VecEnv step
         self.learning_starts *= self.n_agents
         if self.switches["replay_buffer"]:
             self.buffer_size *= self.n_agents  # (without a buffer, one transition per agent: set by the switch)
@@ -116,17 +147,25 @@ class BatchedTD3(AblatableTD3):
     def _implied_policy_kwargs(self) -> dict[str, Any]:
         return {**super()._implied_policy_kwargs(), "n_agents": self.n_agents}
 
+    def _sb3_policy_class(self) -> type[BasePolicy] | None:
+        # K agents' networks stacked: no SB3 policy holds them, the file names BatchedTD3Policy
+        return None
+
     @property
     def agent_timesteps(self) -> int:
         """Environment steps of each agent so far."""
         return self.num_timesteps // self.n_agents
 
-    def _gradient_step(self, optimizer: th.optim.Optimizer, loss: th.Tensor, inputs: list[th.Tensor] | None = None) -> None:  # type: ignore[override]
-        # The losses are means over agents and batch: times K, the sum of the agents' mean losses, so that each agent's
-        # gradient is that of its own loss (Adam's epsilon makes the scale matter)
-        DDPG._gradient_step(optimizer, loss * self.n_agents, inputs=inputs)
+    @property
+    def loss_scale(self) -> int:
+        """
+        ``n_agents``: a loss is the mean over the agents and their batches; times K it is the sum of the agents' mean
+        losses, so that each agent's gradient is that of its own loss (Adam's epsilon makes the scale matter).
+        """
+        return self.n_agents
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        """``AblatableTD3.train``, with ``gradient_steps=-1`` meaning one gradient step per step of each agent."""
         if self.gradient_steps < 0:
             # SB3 asks for one step per transition collected: K per VecEnv step, but one per agent step is meant
             gradient_steps = max(gradient_steps // self.n_agents, 1)
@@ -181,13 +220,16 @@ class BatchedTD3(AblatableTD3):
             if type(env) is not DummyVecEnv or env.num_envs != 1:
                 raise ValueError(f"{cls.__name__}.from_agents needs agents on one plain env each, got {env}")
             envs.append(env.envs[0])
-        venv = DummyVecEnv([lambda env=env: env for env in envs])  # type: ignore[misc]
-        model = cls(env=venv, seed=agents[0].seed, device=agents[0].device, **hyperparams)
-        # as VecEnv.seed does for env k of a single-env run (applied at the next reset)
-        venv._seeds = [agent.seed for agent in agents]
+        seeds = [agent.seed for agent in agents]
+        if any(seed is None for seed in seeds):
+            raise ValueError(f"{cls.__name__}.from_agents needs seeded agents, got seeds {seeds}")
+        env_fns = [functools.partial(_identity, env) for env in envs]  # DummyVecEnv takes env constructors
+        venv = AgentSeededVecEnv(env_fns, [int(seed) for seed in seeds if seed is not None])
+        # (the model's seed is agent 0's: its set_random_seed seeds env k with agent k's seed, see AgentSeededVecEnv)
+        model = cls(env=venv, seed=seeds[0], device=agents[0].device, **hyperparams)
         for index, agent in enumerate(agents):
             model.policy.copy_agent_from(index, agent.policy)
         return model
 
 
-__all__ = ["AgentReplayBuffer", "BatchedTD3"]
+__all__ = ["AgentReplayBuffer", "AgentSeededVecEnv", "BatchedTD3"]

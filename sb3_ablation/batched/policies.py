@@ -1,14 +1,15 @@
 """Policies of BatchedTD3: the actor and critics of K agents, each layer one batched matrix product over the agents."""
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import torch as th
-from stable_baselines3.common.policies import BasePolicy, ContinuousCritic
+from stable_baselines3.common.policies import ContinuousCritic
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from sb3_ablation.common.ensemble import EnsembleLinear
+from sb3_ablation.ddpg.policies import Actor
 from sb3_ablation.td3.policies import AblatableTD3Policy
 
 ModuleT = TypeVar("ModuleT", bound=nn.Module)
@@ -26,13 +27,13 @@ def stack_agents(agents: Sequence[ModuleT]) -> ModuleT:
     ensemble = agents[0]
     for name, module in list(ensemble.named_modules()):
         if isinstance(module, nn.Linear):
-            layers = [agent.get_submodule(name) for agent in agents]
-            ensemble.set_submodule(name, EnsembleLinear.from_linears(layers))  # type: ignore[arg-type]
+            layers = [cast(nn.Linear, agent.get_submodule(name)) for agent in agents]  # the same layout as agent 0's
+            ensemble.set_submodule(name, EnsembleLinear.from_linears(layers))
         elif any(True for _ in module.parameters(recurse=False)):
             raise ValueError(f"the batched engine cannot batch a {type(module).__name__} ({name}): only Linear layers")
     if isinstance(getattr(ensemble, "features_extractor", None), BaseFeaturesExtractor):
         # flattening 1-D observations is the identity (nn.Flatten would also merge the agent and batch axes)
-        ensemble.features_extractor = nn.Identity()  # type: ignore[assignment]
+        ensemble.features_extractor = nn.Identity()
     return ensemble
 
 
@@ -84,7 +85,7 @@ class BatchedTD3Policy(AblatableTD3Policy):
         self.n_agents = n_agents
         super().__init__(*args, **kwargs)
 
-    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> BasePolicy:
+    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Actor:
         make_actor = super().make_actor  # one agent's actor
         return stack_agents([make_actor(features_extractor) for _ in range(self.n_agents)])
 

@@ -19,6 +19,7 @@ import stable_baselines3
 import torch as th
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.preprocessing import get_action_dim
 
 from sb3_ablation.benchmark.models import ENV_ID, baseline_of, build_model, fill_replay_buffer, speed_mode_description
 from sb3_ablation.common.mixed_precision import bfloat16_speedup, cpu_has_bfloat16_instructions
@@ -164,6 +165,8 @@ class PhaseTimer:
         self.seconds = dict.fromkeys(LEARN_PHASES, 0.0)
         targets = {"train": model, "action": model, "store": model, "env step": model.get_env()}
         methods = {"train": "train", "action": "_sample_action", "store": "_store_transition", "env step": "step"}
+        # Instrumentation, on this benchmark's own instances only: neither SB3's learn() nor its callbacks mark where
+        # these calls begin and end, and the same code must time SB3's models and ours
         for phase, owner in targets.items():
             setattr(owner, methods[phase], self._timed(phase, getattr(owner, methods[phase])))
 
@@ -181,7 +184,7 @@ class PhaseTimer:
 
 def learn_model(options: argparse.Namespace, name: str, net_arch: list[int]) -> OffPolicyAlgorithm:
     """:return: a fresh model for a timed ``learn()`` run (rl-zoo's Pendulum action noise 0.1)"""
-    action_dim = gym.make(ENV_ID).action_space.shape[0]
+    action_dim = get_action_dim(gym.make(ENV_ID).action_space)
     return build_model(
         name,
         ENV_ID,
@@ -210,12 +213,14 @@ def bench_gradient_steps(
         models[name] = build_model(
             name, ENV_ID, net_arch, buffer_size=options.buffer_transitions, batch_size=options.batch_size, learning_starts=0
         )
-        fill_replay_buffer(models[name].replay_buffer, transitions)
+        buffer = models[name].replay_buffer
+        assert buffer is not None  # built with the model
+        fill_replay_buffer(buffer, transitions)
         if options.warmup:
             models[name].train(gradient_steps=options.warmup, batch_size=models[name].batch_size)
     rates = time_interleaved(
         {
-            name: (lambda m=model: m.train(gradient_steps=options.steps, batch_size=m.batch_size))
+            name: functools.partial(model.train, gradient_steps=options.steps, batch_size=model.batch_size)
             for name, model in models.items()
         },
         options.steps,
@@ -254,8 +259,11 @@ def bench_learn(options: argparse.Namespace, net_arch: list[int], progress: Call
     def prepare(name: str) -> None:
         models[name] = learn_model(options, name, net_arch)
 
+    def learn(name: str) -> None:
+        models[name].learn(total_timesteps=options.learn_steps)  # the model `prepare` built for this repeat
+
     rates = time_interleaved(
-        {name: (lambda n=name: models[n].learn(total_timesteps=options.learn_steps)) for name in options.learn_models},
+        {name: functools.partial(learn, name) for name in options.learn_models},
         options.learn_steps,
         options.learn_repeats,
         lambda r: progress(f"  learn() {net_arch}: repeat {r + 1}/{options.learn_repeats} done"),

@@ -44,7 +44,7 @@ def model_class_and_kwargs(name: str) -> tuple[type[OffPolicyAlgorithm], dict[st
         ``td3_no_<switch>`` (one switch off), ``td3_speed``/``ddpg_speed`` (``speed_mode=True``), ``ddpg`` (ours)
     :return: (algorithm class, keyword arguments that select the variant)
     """
-    named = {
+    named: dict[str, tuple[type[OffPolicyAlgorithm], dict[str, Any]]] = {
         "sb3_td3": (SB3TD3, {}),
         "sb3_ddpg": (SB3DDPG, {}),
         "td3": (AblatableTD3, {}),
@@ -70,7 +70,7 @@ def build_model(name: str, env: str | gym.Env, net_arch: Sequence[int], **kwargs
     :return: the model
     """
     model_class, variant_kwargs = model_class_and_kwargs(name)
-    settings = dict(
+    settings: dict[str, Any] = dict(
         learning_rate=LEARNING_RATE,
         gamma=GAMMA,
         train_freq=1,
@@ -108,7 +108,9 @@ def collect_random_transitions(env_id: str, n_transitions: int, seed: int = SEED
     """
     env = gym.make(env_id)
     rng = np.random.default_rng(seed)
-    low, high = env.action_space.low, env.action_space.high
+    action_space = env.action_space
+    assert isinstance(action_space, gym.spaces.Box), f"{env_id} has no continuous actions"
+    low, high = action_space.low, action_space.high
     observations, next_observations, actions, rewards, dones, timeouts = [], [], [], [], [], []
     obs, _ = env.reset(seed=seed)
     for _ in range(n_transitions):

@@ -1,6 +1,7 @@
 """All critics in one batched network: the speed mode's critic."""
 
 import itertools
+from typing import cast
 
 import torch as th
 from gymnasium import spaces
@@ -73,7 +74,7 @@ class BatchedContinuousCritic(BaseModel):
         hidden = self._q_input(obs, actions, features_grad=False)
         last = len(self.layers) - 1
         for index, layer in enumerate(self.layers):
-            hidden = layer.member_forward(0, hidden)
+            hidden = cast(EnsembleLinear, layer).member_forward(0, hidden)
             if index < last:
                 hidden = self.activation(hidden)
         return hidden

@@ -1,10 +1,26 @@
 """SB3's replay buffer with a faster sample that draws the same random numbers and returns the same batches."""
 
+from __future__ import annotations
+
+from typing import TypeVar
+
 import numpy as np
 import torch as th
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
+
+BufferT = TypeVar("BufferT", bound=ReplayBuffer)
+
+
+def sharing_storage(buffer: ReplayBuffer, buffer_class: type[BufferT]) -> BufferT:
+    """
+    A ``buffer_class`` buffer with ``buffer``'s state (its arrays, not copied, and position): a new object, as
+    ``copy.copy`` makes one, of another class with the same storage (the two buffers then share it).
+    """
+    shared = buffer_class.__new__(buffer_class)
+    vars(shared).update(vars(buffer))
+    return shared
 
 
 class FastReplayBuffer(ReplayBuffer):

@@ -10,7 +10,7 @@ order (so the same actions, the same buffer and the same random draws), with les
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch as th
@@ -18,6 +18,11 @@ from gymnasium import spaces
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.preprocessing import is_image_space
 from torch import nn
+
+if TYPE_CHECKING:  # the mixin's host, for the type checker (at run time a mixin has no base)
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as _OffPolicyAlgorithm
+else:
+    _OffPolicyAlgorithm = object
 
 
 def training_flag_modules(networks: list[nn.Module]) -> list[nn.Module] | None:
@@ -32,7 +37,7 @@ def training_flag_modules(networks: list[nn.Module]) -> list[nn.Module] | None:
     return modules if all(type(module).train is nn.Module.train for module in modules) else None
 
 
-class LeanCollectionMixin:
+class LeanCollectionMixin(_OffPolicyAlgorithm):
     """
     Off-policy algorithm mixin: the exploration action of a step computed with less overhead than ``predict``, and
     transitions stored without a deep copy. Anything unusual (dict or image observations, VecNormalize, gSDE) takes
@@ -48,17 +53,19 @@ class LeanCollectionMixin:
         self, learning_starts: int, action_noise: ActionNoise | None = None, n_envs: int = 1
     ) -> tuple[np.ndarray, np.ndarray]:
         lean = getattr(self, "_lean_observations", False) and self.num_timesteps >= learning_starts
-        if not lean or self._last_obs is None or np.shape(self._last_obs)[1:] != self.observation_space.shape:
+        last_obs = self._last_obs
+        if not lean or not isinstance(last_obs, np.ndarray) or last_obs.shape[1:] != self.observation_space.shape:
             return super()._sample_action(learning_starts, action_noise, n_envs)
         policy = self.policy
+        action_space = cast(spaces.Box, self.action_space)  # (the algorithms refuse other action spaces)
         # SB3's `predict` on a batch of flat observations: the same tensor, forward pass and numpy arithmetic
         policy.set_training_mode(False)
         with th.no_grad():
-            actions = policy._predict(th.as_tensor(self._last_obs, device=self.device), deterministic=False)
-        actions = actions.cpu().numpy().reshape((-1, *self.action_space.shape))
+            predicted = policy._predict(th.as_tensor(last_obs, device=self.device), deterministic=False)
+        actions = predicted.cpu().numpy().reshape((-1, *action_space.shape))
         unscaled_action = policy.unscale_action(actions) if policy.squash_output else actions
         if not policy.squash_output:
-            unscaled_action = np.clip(unscaled_action, self.action_space.low, self.action_space.high)
+            unscaled_action = np.clip(unscaled_action, action_space.low, action_space.high)
         # Then SB3's `_sample_action`: rescale to [-1, 1], add the exploration noise, clip
         scaled_action = policy.scale_action(unscaled_action)
         if action_noise is not None:

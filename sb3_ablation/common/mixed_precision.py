@@ -33,11 +33,17 @@ import functools
 import itertools
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch as th
 from stable_baselines3.common.torch_layers import get_actor_critic_arch
 from torch import nn
 from torch.nn import functional as F
+
+if TYPE_CHECKING:  # the mixin's host, for the type checker (at run time a mixin has no base)
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm as _OffPolicyAlgorithm
+else:
+    _OffPolicyAlgorithm = object
 
 # Smallest hidden-to-hidden product (batch x in x out multiply-adds) worth running in bfloat16 (256 x 128 x 128)
 MIN_BFLOAT16_MACS = 256 * 128 * 128
@@ -195,11 +201,10 @@ def use_bfloat16_hidden_layers(network: nn.Module, batch_size: int) -> int:
     for module in list(network.modules()):
         if not isinstance(module, nn.Sequential):
             continue
-        positions = [position for position, layer in enumerate(module) if isinstance(layer, nn.Linear)]
+        linears = [(position, layer) for position, layer in enumerate(module) if isinstance(layer, nn.Linear)]
         previous_bfloat16 = False
-        for index, position in enumerate(positions):
-            layer = module[position]
-            hidden = 0 < index < len(positions) - 1
+        for index, (position, layer) in enumerate(linears):
+            hidden = 0 < index < len(linears) - 1
             bfloat16 = hidden and batch_size * layer.in_features * layer.out_features >= MIN_BFLOAT16_MACS
             layer_class = Bfloat16Linear if bfloat16 else Float32Linear if previous_bfloat16 else None
             if layer_class is not None:
@@ -209,7 +214,7 @@ def use_bfloat16_hidden_layers(network: nn.Module, batch_size: int) -> int:
     return switched
 
 
-class SpeedModeMixin:
+class SpeedModeMixin(_OffPolicyAlgorithm):
     """
     Off-policy algorithm mixin for ``speed_mode``: ``_configure_speed_mode`` (before the policy is built) chooses the
     precision and critic layout, the algorithm passes them to the policy (``batched_critics``, ``fused_adam`` for

@@ -9,28 +9,30 @@ import copy
 import inspect
 import io
 import pathlib
+import warnings
 import zipfile
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.buffers import DictReplayBuffer, NStepReplayBuffer, ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
-from stable_baselines3.common.policies import BasePolicy, ContinuousCritic
-from stable_baselines3.common.save_util import json_to_data, open_path, save_to_pkl
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.save_util import json_to_data, open_path, recursive_getattr, save_to_pkl, save_to_zip_file
 from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.her import HerReplayBuffer
 from stable_baselines3.td3 import policies as sb3_td3_policies
 
-from sb3_ablation.common.buffers import FastReplayBuffer
+from sb3_ablation.common.buffers import FastReplayBuffer, sharing_storage
 from sb3_ablation.common.collection import LeanCollectionMixin
 from sb3_ablation.common.mixed_precision import SpeedModeMixin
 from sb3_ablation.common.training_stats import TrainingStats, log_training
 from sb3_ablation.common.utils import UnsupportedActionSpaceError, check_keyword_arguments
 
 if TYPE_CHECKING:  # the policies' package imports the algorithms
-    from sb3_ablation.ddpg.policies import Actor, DDPGPolicy
+    from sb3_ablation.ddpg.policies import Actor, Critic, DDPGPolicy
 
 SelfActorCritic = TypeVar("SelfActorCritic", bound="OffPolicyActorCritic")
 
@@ -64,8 +66,8 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
     replay_buffer: ReplayBuffer  # set up by _setup_model (SB3 types it optional)
     actor: Actor
     actor_target: Actor | None
-    critic: ContinuousCritic
-    critic_target: ContinuousCritic | None
+    critic: Critic
+    critic_target: Critic | None
 
     def __new__(cls, *args: Any, **kwargs: Any):
         # A misspelt keyword gets a message naming the closest valid one (before Python's bare TypeError)
@@ -147,28 +149,70 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         return implied
 
     def _setup_model(self) -> None:
+        """
+        SB3's ``OffPolicyAlgorithm._setup_model`` (learning-rate schedule, seeding, replay buffer, policy, training
+        frequency, in its order), with our policy and buffer classes and the implied policy arguments.
+        """
         # A checkpoint written by SB3 names SB3's policy class: build ours, which has the same modules
         for name, sb3_policy_class in SB3_TD3_POLICIES.items():
             if self.policy_class is sb3_policy_class:
                 self.policy_class = self.policy_aliases[name]
         self._configure_speed_mode()
-        # SB3's ReplayBuffer, sampled faster (same storage, same draws)
-        plain_buffer = self.replay_buffer_class in (None, ReplayBuffer) and not isinstance(self.observation_space, spaces.Dict)
-        if plain_buffer and self.n_steps == 1:
-            self.replay_buffer_class = FastReplayBuffer
-        # SB3 builds the policy from `policy_kwargs`, and saves and compares them on load: they stay what the user
-        # gave, the implied arguments are added for the building only. A patch, as SB3's _setup_model has no hook
-        # for the policy's arguments (and rewriting it would copy its buffer set-up)
-        user_policy_kwargs = {
+        self._setup_lr_schedule()
+        self.set_random_seed(self.seed)
+        if self.replay_buffer is None:
+            self.replay_buffer = self._make_replay_buffer()
+        # `policy_kwargs` stay what the user gave (what SB3 saves and compares on load): the implied arguments are
+        # added for the building only (a user's value for one of them has been read by then, e.g. batched_critics)
+        implied = self._implied_policy_kwargs()
+        self.policy_kwargs = {
             key: value for key, value in self.policy_kwargs.items() if key not in self.implied_policy_arguments
         }
-        self.policy_kwargs = {**user_policy_kwargs, **self._implied_policy_kwargs()}
-        try:
-            super()._setup_model()
-        finally:
-            self.policy_kwargs = user_policy_kwargs
+        policy_arguments = {**self.policy_kwargs, **implied}
+        policy = self.policy_class(self.observation_space, self.action_space, self.lr_schedule, **policy_arguments)
+        self.policy = cast("DDPGPolicy", policy.to(self.device))  # one of `policy_aliases`
+        self._convert_train_freq()
         self._create_aliases()
         self._configure_lean_collection()
+
+    def _make_replay_buffer(self) -> ReplayBuffer:
+        """
+        The replay buffer as SB3's ``_setup_model`` makes it (the class chosen from the observations and ``n_steps``
+        when none is given), except that SB3's plain ``ReplayBuffer`` is built as our :class:`FastReplayBuffer`:
+        the same storage and batches, sampled faster. ``replay_buffer_class`` stays SB3's class.
+        """
+        if self.n_steps > 1 and self.replay_buffer_class is not None:
+            warnings.warn(
+                f"`n_steps={self.n_steps}` is ignored because a custom `replay_buffer_class` "
+                f"(`{self.replay_buffer_class.__name__}`) was passed: n-step returns are only set up "
+                "automatically when `replay_buffer_class` is `None`. "
+                "To use n-step returns with a custom replay buffer, configure it explicitly, e.g. "
+                f'`replay_buffer_kwargs={{"n_steps": {self.n_steps}, "gamma": {self.gamma}}}`.'
+            )
+        if self.replay_buffer_class is None:
+            if isinstance(self.observation_space, spaces.Dict):
+                assert self.n_steps == 1, "N-step returns are not supported for Dict observation spaces yet."
+                self.replay_buffer_class = DictReplayBuffer
+            elif self.n_steps > 1:
+                self.replay_buffer_class = NStepReplayBuffer
+                self.replay_buffer_kwargs.update({"n_steps": self.n_steps, "gamma": self.gamma})
+            else:
+                self.replay_buffer_class = ReplayBuffer
+        # (a local copy: the environment that HerReplayBuffer takes is not to be saved with the kwargs)
+        replay_buffer_kwargs = self.replay_buffer_kwargs.copy()
+        if issubclass(self.replay_buffer_class, HerReplayBuffer):
+            assert self.env is not None, "You must pass an environment when using `HerReplayBuffer`"
+            replay_buffer_kwargs["env"] = self.env
+        buffer_class = FastReplayBuffer if self.replay_buffer_class is ReplayBuffer else self.replay_buffer_class
+        return buffer_class(
+            self.buffer_size,
+            self.observation_space,
+            self.action_space,
+            device=self.device,
+            n_envs=self.n_envs,
+            optimize_memory_usage=self.optimize_memory_usage,
+            **replay_buffer_kwargs,
+        )
 
     def _create_aliases(self) -> None:
         self.actor = self.policy.actor
@@ -178,17 +222,6 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         # the leaves of the actor update's backward pass, listed once (a module traversal per train() call costs more
         # than a small network's kernels); the parameters keep their identity through load, set_parameters and .to()
         self._actor_parameters = list(self.actor.parameters())
-
-    @staticmethod
-    def _gradient_step(optimizer: th.optim.Optimizer, loss: th.Tensor, inputs: list[th.Tensor] | None = None) -> None:
-        """
-        One optimizer step on ``loss``.
-
-        :param inputs: the only leaves to compute gradients for (the actor update skips the critic's weight gradients)
-        """
-        optimizer.zero_grad()
-        loss.backward(inputs=inputs)
-        optimizer.step()
 
     def _record_training_stats(self, stats: TrainingStats) -> None:
         """Keep the diagnostics of one ``train()`` call in ``training_diagnostics``; log them with the losses."""
@@ -218,29 +251,26 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
     ) -> None:
         """
         Save the model in SB3's format. Where SB3 can represent the model (not in speed mode, and see
-        :meth:`_sb3_policy_class`) the file names SB3's policy and buffer classes, so SB3's ``TD3``/``DDPG`` (and
-        tools without this package) load it; the optimizer states are in PyTorch's per-parameter layout either way.
+        :meth:`_sb3_policy_class`) the file names SB3's policy class, so SB3's ``TD3``/``DDPG`` (and tools without
+        this package) load it; the optimizer states are in PyTorch's per-parameter layout either way.
         Parameters as SB3's ``save``.
         """
-        # The two classes are the only differences from the file SB3 writes; swapped for the writing only. A patch:
-        # SB3's save writes `self.__dict__` with no hook for one attribute's saved value, and the attributes must
-        # stay ours (SB3's policy class would build SB3's policy at the next _setup_model)
-        saved_as: dict[str, Any] = {}
+        # SB3's BaseAlgorithm.save step for step (the attributes less the excluded ones and the torch objects, then
+        # the parameters), with SB3's policy class in the saved attributes: SB3's save has no hook for the saved
+        # value of one attribute, and the model's own `policy_class` stays ours
+        excluded = set(exclude or ()) | set(self._excluded_save_params())
+        excluded -= set(include or ())
+        state_dict_names, torch_variable_names = self._get_torch_save_params()
+        excluded |= {name.split(".")[0] for name in state_dict_names + torch_variable_names}
+        data = {name: value for name, value in vars(self).items() if name not in excluded}
         sb3_policy_class = self._sb3_policy_class()
-        if sb3_policy_class is not None:
-            saved_as["policy_class"] = sb3_policy_class
-        if self.replay_buffer_class is FastReplayBuffer:
-            saved_as["replay_buffer_class"] = ReplayBuffer
-        originals = {name: self.__dict__[name] for name in saved_as}
-        self.__dict__.update(saved_as)
-        try:
-            super().save(path, exclude=exclude, include=include)
-        finally:
-            self.__dict__.update(originals)
+        if sb3_policy_class is not None and "policy_class" in data:
+            data["policy_class"] = sb3_policy_class
+        pytorch_variables = {name: recursive_getattr(self, name) for name in torch_variable_names}
+        save_to_zip_file(path, data=data, params=self.get_parameters(), pytorch_variables=pytorch_variables)
 
     @classmethod
-    # SB3's load is typed on BaseAlgorithm's TypeVar; the override narrows it to this class's, as SB3's subclasses do
-    def load(  # type: ignore[override]
+    def load(
         cls: type[SelfActorCritic],
         path: str | pathlib.Path | io.BufferedIOBase,
         env: GymEnv | None = None,
@@ -260,6 +290,7 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         """
         data = read_saved_data(path, custom_objects)
         kwargs = cls._check_load_kwargs(data, dict(kwargs))
+        cls._check_saved_policy_class(data, path)
         return super().load(
             path,
             env=env,
@@ -296,6 +327,20 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         return kwargs
 
     @classmethod
+    def _check_saved_policy_class(cls, data: dict[str, Any], path: Any) -> None:
+        """
+        Refuse, in one line, a file whose policy is one of this package's that this class does not build (a model of
+        another of its algorithms, whose networks have another layout); SB3's TD3 policies and a user's are accepted.
+        """
+        saved = data.get("policy_class")
+        builds = (*cls.policy_aliases.values(), *SB3_TD3_POLICIES.values())
+        if isinstance(saved, type) and saved.__module__.startswith("sb3_ablation.") and saved not in builds:
+            raise ValueError(
+                f"{path} holds a model with the policy {saved.__module__}.{saved.__qualname__}, which {cls.__name__} "
+                "does not build: load it with the algorithm class that saved it"
+            )
+
+    @classmethod
     def _comparable_policy_kwargs(cls, policy_kwargs: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
         """``policy_kwargs`` as they build the policy: with the defaults, without what the saved model implies."""
         comparable = {**cls.policy_kwargs_defaults, **policy_kwargs}
@@ -316,24 +361,23 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
             # SB3 types the argument as a path or a dict but reads file objects too (load_from_zip_file)
             super().set_parameters(load_path_or_dict, exact_match=exact_match, device=device)  # type: ignore[arg-type]
         except Exception:
-            super().set_parameters(previous, exact_match=True, device=device)
+            # (SB3 types the dict as tensors; it takes what get_parameters returns, state dicts per module)
+            super().set_parameters(previous, exact_match=True, device=device)  # type: ignore[arg-type]
             raise
 
     def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
         """Save the replay buffer, as SB3's ``ReplayBuffer`` where it is our faster one (the same storage)."""
         buffer = self.replay_buffer
         if type(buffer) is FastReplayBuffer:
-            # A copy that shares the arrays, pickled as SB3's class (FastReplayBuffer only adds a faster sample)
-            buffer = copy.copy(buffer)
-            buffer.__class__ = ReplayBuffer
+            buffer = sharing_storage(buffer, ReplayBuffer)  # so that SB3 (and tools without this package) read the file
         save_to_pkl(path, buffer, self.verbose)
 
     def load_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase, truncate_last_traj: bool = True) -> None:
         """SB3's ``load_replay_buffer``; SB3's plain ``ReplayBuffer`` is sampled by our faster one (same storage)."""
+        fast = type(self.replay_buffer) is FastReplayBuffer
         super().load_replay_buffer(path, truncate_last_traj=truncate_last_traj)
-        if type(self.replay_buffer) is ReplayBuffer and self.replay_buffer_class is FastReplayBuffer:
-            # SB3's load unpickles the buffer itself: its class is set afterwards (no state differs)
-            self.replay_buffer.__class__ = FastReplayBuffer
+        if fast and type(self.replay_buffer) is ReplayBuffer:
+            self.replay_buffer = sharing_storage(self.replay_buffer, FastReplayBuffer)
 
 
 def read_saved_data(path: str | pathlib.Path | io.BufferedIOBase, custom_objects: dict[str, Any] | None = None) -> dict:

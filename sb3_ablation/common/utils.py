@@ -16,7 +16,7 @@ class UnsupportedActionSpaceError(ValueError, AssertionError):
 
 
 @th.no_grad()
-def foreach_polyak_update(params: Sequence[th.Tensor], target_params: Sequence[th.Tensor], tau: float) -> None:
+def foreach_polyak_update(params: list[th.Tensor], target_params: list[th.Tensor], tau: float) -> None:
     """
     Polyak averaging ``target <- (1 - tau) * target + tau * param``, as SB3's ``polyak_update``, with the same two
     arithmetic operations (hence bit-identical results) but two multi-tensor kernels instead of two per parameter.
@@ -33,15 +33,32 @@ def foreach_polyak_update(params: Sequence[th.Tensor], target_params: Sequence[t
     th._foreach_add_(target_params, params, alpha=tau)
 
 
+def keyword_parameters(cls: type) -> list[str]:
+    """
+    The keyword arguments that ``cls(...)`` accepts: those of its ``__init__``, and where that passes ``**kwargs`` on
+    to its base class, the base class's too.
+    """
+    names: list[str] = []
+    for klass in cls.__mro__:
+        init = vars(klass).get("__init__")
+        if init is None:
+            continue
+        parameters = inspect.signature(init).parameters.values()
+        names += [p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"]
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            break
+    return names
+
+
 def check_keyword_arguments(cls: type, kwargs: dict[str, Any], highlighted: Sequence[str] = ()) -> None:
     """
     Raise a one-line ``TypeError`` naming an unknown keyword argument of ``cls`` and the closest valid one.
 
-    :param cls: the class whose ``__init__`` receives ``kwargs``
+    :param cls: the class that receives ``kwargs``
     :param kwargs: the keyword arguments given
     :param highlighted: names listed in the message as a reminder (e.g. the component switches)
     """
-    valid = [name for name in inspect.signature(cls.__init__).parameters if name not in ("self", "args", "kwargs")]
+    valid = keyword_parameters(cls)
     for name in kwargs:
         if name in valid:
             continue

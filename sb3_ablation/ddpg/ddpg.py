@@ -12,7 +12,7 @@ from torch.nn import functional as F
 from sb3_ablation.common.off_policy import OffPolicyActorCritic
 from sb3_ablation.common.training_stats import TrainingStats
 from sb3_ablation.common.utils import foreach_polyak_update
-from sb3_ablation.ddpg.policies import CnnPolicy, DDPGPolicy, MlpPolicy, MultiInputPolicy
+from sb3_ablation.ddpg.policies import Actor, CnnPolicy, Critic, DDPGPolicy, MlpPolicy, MultiInputPolicy
 
 SelfDDPG = TypeVar("SelfDDPG", bound="DDPG")
 
@@ -60,6 +60,8 @@ class DDPG(OffPolicyActorCritic):
     # Written into policy_kwargs unless given, as SB3's DDPG does (its policy is TD3's, with two critics by default)
     policy_kwargs_defaults: ClassVar[dict[str, Any]] = {"n_critics": 1}
     policy: DDPGPolicy
+    actor_target: Actor  # DDPG always has its target networks
+    critic_target: Critic
 
     def __init__(
         self,

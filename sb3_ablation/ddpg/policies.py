@@ -24,6 +24,9 @@ from sb3_ablation.common.collection import training_flag_modules
 from sb3_ablation.common.mixed_precision import use_bfloat16_hidden_layers
 from sb3_ablation.common.optim import FlatAdam, FlatParameters
 
+# A critic: SB3's (one network per Q-function) or the speed mode's batched one (the same interface)
+Critic = ContinuousCritic | BatchedContinuousCritic
+
 
 class Actor(BasePolicy):
     """
@@ -37,6 +40,8 @@ class Actor(BasePolicy):
     :param activation_fn: Activation function
     :param normalize_images: Whether to normalize images or not, dividing by 255.0
     """
+
+    mu: nn.Module  # the head from features to actions (the Gaussian actor's is its mean layer)
 
     def __init__(
         self,
@@ -114,9 +119,9 @@ class DDPGPolicy(BasePolicy):
     """
 
     actor: Actor
-    actor_target: Actor | None
-    critic: ContinuousCritic
-    critic_target: ContinuousCritic | None
+    actor_target: Actor | None  # None: AblatableTD3Policy without target networks
+    critic: Critic
+    critic_target: Critic | None
 
     def __init__(
         self,
@@ -173,24 +178,24 @@ class DDPGPolicy(BasePolicy):
 
     def _build(self, lr_schedule: Schedule) -> None:
         self.actor = self.make_actor()
-        self.actor_target = self.make_actor()
-        self.actor_target.load_state_dict(self.actor.state_dict())
+        self.actor_target = actor_target = self.make_actor()
+        actor_target.load_state_dict(self.actor.state_dict())
         self.actor.optimizer = self.make_optimizer(self.actor.parameters(), lr_schedule)
         if self.share_features_extractor:
             self.critic = self.make_critic(features_extractor=self.actor.features_extractor)
             # The target critic shares the target actor's extractor, as the online ones do
-            self.critic_target = self.make_critic(features_extractor=self.actor_target.features_extractor)
+            self.critic_target = critic_target = self.make_critic(features_extractor=actor_target.features_extractor)
         else:
             self.critic = self.make_critic()
-            self.critic_target = self.make_critic()
-        self.critic_target.load_state_dict(self.critic.state_dict())
+            self.critic_target = critic_target = self.make_critic()
+        critic_target.load_state_dict(self.critic.state_dict())
         self.critic.optimizer = self.make_optimizer(self.critic.parameters(), lr_schedule)
         if self.bfloat16_batch_size is not None:
-            for network in (self.actor, self.actor_target, self.critic, self.critic_target):
+            for network in (self.actor, actor_target, self.critic, critic_target):
                 use_bfloat16_hidden_layers(network, self.bfloat16_batch_size)
         # Target networks are never trained: always in evaluation mode (batch norm, dropout)
-        self.actor_target.set_training_mode(False)
-        self.critic_target.set_training_mode(False)
+        actor_target.set_training_mode(False)
+        critic_target.set_training_mode(False)
         self._flat_targets: dict[str, FlatParameters] = {}
         self._polyak_tensors: tuple[list[th.Tensor], ...] | None = None
         self._training_flag_modules = training_flag_modules([self.actor, self.critic])
@@ -271,11 +276,11 @@ class DDPGPolicy(BasePolicy):
         )
         return data
 
-    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> BasePolicy:
+    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Actor:
         actor_kwargs = self._update_features_extractor(self.actor_kwargs, features_extractor)
         return Actor(**actor_kwargs).to(self.device)
 
-    def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> ContinuousCritic:
+    def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> Critic:
         critic_kwargs = self._update_features_extractor(self.critic_kwargs, features_extractor)
         critic_class = BatchedContinuousCritic if self.batched_critics else ContinuousCritic
         return critic_class(**critic_kwargs).to(self.device)
@@ -313,8 +318,17 @@ class CnnPolicy(DDPGPolicy):
     DDPG policy for image observations (NatureCNN features extractor). Parameters as :class:`DDPGPolicy`.
     """
 
-    def __init__(self, *args: Any, features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN, **kwargs: Any):
-        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Box,
+        lr_schedule: Schedule,
+        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
+        **kwargs: Any,
+    ):
+        super().__init__(
+            observation_space, action_space, lr_schedule, features_extractor_class=features_extractor_class, **kwargs
+        )
 
 
 class MultiInputPolicy(DDPGPolicy):
@@ -322,5 +336,14 @@ class MultiInputPolicy(DDPGPolicy):
     DDPG policy for Dict observations (CombinedExtractor). Parameters as :class:`DDPGPolicy`.
     """
 
-    def __init__(self, *args: Any, features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor, **kwargs: Any):
-        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Box,
+        lr_schedule: Schedule,
+        features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor,
+        **kwargs: Any,
+    ):
+        super().__init__(
+            observation_space, action_space, lr_schedule, features_extractor_class=features_extractor_class, **kwargs
+        )

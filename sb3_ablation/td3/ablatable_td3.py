@@ -4,7 +4,8 @@ import inspect
 import io
 import pathlib
 import warnings
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Sequence
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 import stable_baselines3 as sb3
@@ -20,7 +21,7 @@ from sb3_ablation.common.off_policy import SB3_POLICY_ARGUMENTS, OffPolicyActorC
 from sb3_ablation.common.training_stats import TrainingStats
 from sb3_ablation.common.utils import foreach_polyak_update
 from sb3_ablation.switches import DEFAULTS, SWITCHES, TABLE, check_switch
-from sb3_ablation.td3.policies import AblatableTD3Policy, CnnPolicy, MlpPolicy, MultiInputPolicy
+from sb3_ablation.td3.policies import AblatableTD3Policy, CnnPolicy, GaussianActor, MlpPolicy, MultiInputPolicy
 
 # TD3's exploration noise (Fujimoto et al., 2018): the Gaussian actor's initial std when no action noise is given
 DEFAULT_EXPLORATION_STD = 0.1
@@ -325,11 +326,32 @@ class AblatableTD3(OffPolicyActorCritic):
                 f"keeps {self.buffer_size} (the newest transition of each env)"
             )
 
+    @property
+    def loss_scale(self) -> int:
+        """What the losses are multiplied by before their gradients are taken: 1, each loss as it is (see
+        :class:`~sb3_ablation.batched.BatchedTD3`, whose losses are means over its agents)."""
+        return 1
+
+    def _gradient_step(
+        self, optimizer: th.optim.Optimizer, loss: th.Tensor, inputs: Sequence[th.Tensor] | None = None
+    ) -> None:
+        """
+        One optimizer step on ``loss`` (times :attr:`loss_scale`).
+
+        :param inputs: the only leaves to compute gradients for (the actor update skips the critic's weight gradients)
+        """
+        optimizer.zero_grad()
+        if self.loss_scale != 1:
+            loss = loss * self.loss_scale
+        loss.backward(inputs=inputs)
+        optimizer.step()
+
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
         self.policy.set_training_mode(True)
         self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
         # Component 3, target networks: bootstrap from slowly moving copies, or from the online networks themselves
         if self.target_networks:
+            assert self.actor_target is not None and self.critic_target is not None  # built with target_networks
             next_actor, next_critic = self.actor_target, self.critic_target
         else:
             next_actor, next_critic = self.actor, self.critic
@@ -374,8 +396,9 @@ class AblatableTD3(OffPolicyActorCritic):
                 if self.deterministic_policy:
                     actions, log_std = self.actor(replay_data.observations), None
                 else:
-                    mean_actions, log_std = self.actor.get_action_dist_params(replay_data.observations)
-                    actions = self.actor.action_dist.actions_from_params(mean_actions, log_std)
+                    gaussian_actor = cast(GaussianActor, self.actor)  # built with deterministic_actor=False
+                    mean_actions, log_std = gaussian_actor.get_action_dist_params(replay_data.observations)
+                    actions = gaussian_actor.action_dist.actions_from_params(mean_actions, log_std)
                 actor_loss = -self.critic.q1_forward(replay_data.observations, actions).mean()
                 self._gradient_step(self.actor.optimizer, actor_loss, inputs=self._actor_parameters)
                 stats.actor_step(actor_loss, log_std)

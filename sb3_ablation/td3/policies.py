@@ -6,7 +6,6 @@ from typing import Any
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.distributions import SquashedDiagGaussianDistribution
-from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.torch_layers import (
     BaseFeaturesExtractor,
     CombinedExtractor,
@@ -152,7 +151,7 @@ class AblatableTD3Policy(DDPGPolicy):
             self.actor_target = None
             self.critic_target = None
 
-    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> BasePolicy:
+    def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> Actor:
         # Component 1, deterministic policy: a deterministic actor explored with action noise,
         # or a stochastic (Gaussian) actor that explores by sampling itself
         actor_kwargs = self._update_features_extractor(self.actor_kwargs, features_extractor)
@@ -180,8 +179,17 @@ class CnnPolicy(AblatableTD3Policy):
     AblatableTD3 policy for image observations (NatureCNN features extractor). Parameters as :class:`AblatableTD3Policy`.
     """
 
-    def __init__(self, *args: Any, features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN, **kwargs: Any):
-        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Box,
+        lr_schedule: Schedule,
+        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
+        **kwargs: Any,
+    ):
+        super().__init__(
+            observation_space, action_space, lr_schedule, features_extractor_class=features_extractor_class, **kwargs
+        )
 
 
 class MultiInputPolicy(AblatableTD3Policy):
@@ -189,5 +197,14 @@ class MultiInputPolicy(AblatableTD3Policy):
     AblatableTD3 policy for Dict observations (CombinedExtractor). Parameters as :class:`AblatableTD3Policy`.
     """
 
-    def __init__(self, *args: Any, features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor, **kwargs: Any):
-        super().__init__(*args, features_extractor_class=features_extractor_class, **kwargs)
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Box,
+        lr_schedule: Schedule,
+        features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor,
+        **kwargs: Any,
+    ):
+        super().__init__(
+            observation_space, action_space, lr_schedule, features_extractor_class=features_extractor_class, **kwargs
+        )

@@ -1,4 +1,4 @@
-"""``sb3-ablation enjoy`` / ``python -m sb3_ablation.enjoy``: rl_zoo3's ``enjoy`` with our algorithms registered.
+"""``sb3-ablation enjoy`` / ``python -m sb3_ablation enjoy``: rl_zoo3's ``enjoy`` with our algorithms registered.
 
 All of rl_zoo3's ``enjoy`` flags work (``--algo``, ``--env``, ``-f``, ``--exp-id``, ``-n``, ``--no-render``,
 ``--load-best``, ``--load-checkpoint``, ``--deterministic``, ...). A model that cannot be found, an unknown algorithm

@@ -4,7 +4,7 @@ Usage::
 
     python -m sb3_ablation.zoo.export --algo ddpg_scratch --env LunarLanderContinuous-v3 \\
         --storage sqlite:///tune.db --study-name lunar -o tuned.yml
-    python -m sb3_ablation.train --algo ddpg_scratch --env LunarLanderContinuous-v3 --conf-file tuned.yml
+    python -m sb3_ablation train --algo ddpg_scratch --env LunarLanderContinuous-v3 --conf-file tuned.yml
 
 The entry is the configuration the study was tuned from (saved in the study by ``train -optimize``) with the best
 trial's parameters on top. Writing it replaces only that environment's entry of an existing file, atomically.
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import optuna.storages.journal
 import yaml
 from rl_zoo3.hyperparams_opt import HYPERPARAMS_CONVERTER
 from torch import nn
@@ -72,8 +73,9 @@ def _expression(value: Any) -> str:
         items = ", ".join(_expression(item) for item in value)
         return f"[{items}]" if isinstance(value, list) else f"({items}{',' if len(value) == 1 else ''})"
     if isinstance(value, type):
-        if getattr(nn, value.__name__, None) is value:
-            return f"nn.{value.__name__}"
+        name = value.__name__
+        if getattr(nn, name, None) is value:
+            return f"nn.{name}"
         return f"{value.__module__}.{value.__qualname__}"
     return repr(value)
 

@@ -346,11 +346,13 @@ def _preprocessor() -> ExperimentManager:
     An ExperimentManager holding just the state that its ``_preprocess_hyperparams`` and ``_preprocess_action_noise``
     read and write (no environment id, log folder or command line needed).
     """
+    # Built without its __init__, which needs an algorithm, a registered environment id and a log folder to scan,
+    # none of which the preprocessing reads; rl_zoo3 has the preprocessing only as ExperimentManager methods
     manager = ExperimentManager.__new__(ExperimentManager)
     manager.verbose = 0
     manager.n_timesteps = 0
     manager.optimize_hyperparameters = False
-    manager.n_evaluations = None
+    manager.n_evaluations = 1  # rl_zoo3's default (read only when optimizing)
     manager.n_actions = 0
     manager.normalize = False
     manager.normalize_kwargs = {}
@@ -361,7 +363,7 @@ def _preprocessor() -> ExperimentManager:
     return manager
 
 
-def split_hyperparams(hyperparams: dict[str, Any], env: gym.Env | Any) -> tuple[dict[str, Any], int, dict[str, Any]]:
+def split_hyperparams(hyperparams: dict[str, Any], env: Any) -> tuple[dict[str, Any], int, dict[str, Any]]:
     """
     Turn a zoo entry into constructor arguments, the training budget and the environment settings, with rl_zoo3's
     own preprocessing (schedules, ``policy_kwargs`` strings, action noise objects, wrappers, callbacks).

@@ -1,4 +1,4 @@
-"""``sb3-ablation train`` / ``python -m sb3_ablation.train``: rl_zoo3's ``train`` with our algorithms registered.
+"""``sb3-ablation train`` / ``python -m sb3_ablation train``: rl_zoo3's ``train`` with our algorithms registered.
 
 Every rl_zoo3 flag works as documented by rl-baselines3-zoo (``--algo``, ``--env``, ``-f``, ``--hyperparams``,
 ``--conf-file``, ``-optimize``, ``--n-trials``, ``--sampler``, ``--pruner``, ``--storage``, ...). Added here:
@@ -108,6 +108,8 @@ def _one_line_error(parser: argparse.ArgumentParser, message: str) -> None:
 @contextlib.contextmanager
 def one_line_usage_errors() -> Iterator[None]:
     """Inside, every argparse parser (ours and rl_zoo3's) reports a usage error on one line."""
+    # A patch of argparse's class for the command's duration: rl_zoo3 builds its parsers inside its functions, with
+    # no way to pass a parser class or an error handler
     with patched(argparse.ArgumentParser, "error", _one_line_error):
         yield
 
@@ -220,6 +222,8 @@ def _main(argv: list[str]) -> int:
         peek, _ = _peek_parser().parse_known_args(rest)
         _check(peek, own)
         zoo_argv = _optimization_defaults(peek, rest) if peek.optimize_hyperparameters else rest
+        # rl_zoo3's train() reads sys.argv and builds `ExperimentManager` by its module-level name, taking no manager
+        # class: replacing that name for this call is the only way in short of copying train() (about 270 lines)
         with patched(sys, "argv", [PROG, *zoo_argv]), patched(rl_zoo3.train, "ExperimentManager", AblationExperimentManager):
             rl_zoo3.train.train()
         if peek.optimize_hyperparameters:
