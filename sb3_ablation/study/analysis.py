@@ -357,8 +357,6 @@ def build_model(
     envs = [_env_result(data, env, baseline, plan, reps, seed) for env in data.envs if data.runs.get(env)]
     covered = [e for e in envs if all(v in data.runs[e.env] for v in variants)]
     changes = plan.differences(declared or AnalysisPlan())
-    from sb3_ablation.study.factorial import factorial_sections
-
     return ReportModel(
         plan,
         declared,
@@ -369,7 +367,6 @@ def build_model(
         seed,
         envs,
         _across(data, covered, baseline, plan, reps, seed),
-        sections=factorial_sections(data, envs, plan),
     )
 
 
@@ -452,7 +449,9 @@ def summary_per_task(model: ReportModel) -> list[str]:
                 "equivalent: " + (", ".join(c.name for c in equivalent) if equivalent else "none"),
             ]
             rest = len(result.comparisons) - len(differs) - len(equivalent)
-            lines.append(f"  - {result.outcome.name.capitalize()}: {'; '.join(parts)}; unresolved: {rest}.")
+            lines.append(
+                f"  - {result.outcome.name.capitalize()}: {'; '.join(parts)}; {_plural(rest, 'comparison')} unresolved."
+            )
         lines.append("")
     return lines
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,8 +51,6 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, is_vecenv_wrapped, sync_envs_normalization
 
-#: the ``train/<key>`` values that DDPG.train / AblatableTD3.train log and a run records (contracts: diagnostics)
-DIAGNOSTIC_KEY = re.compile(r"^train/(q\d+_mean|twin_q_gap|target_q_mean|td_error|actor_std)$")
 #: the evaluation seeds are drawn from this entropy, the run's seed and the evaluation's index
 EVAL_SEED_ENTROPY = 10_000
 #: the return past the time limit neglects at most this fraction of the value at its last state (``gamma^k``)
@@ -199,8 +196,10 @@ class OverestimationEvalCallback(BaseCallback):
     episodes in every run with that seed, and its result does not depend on earlier evaluations (a resumed run
     evaluates exactly like an uninterrupted one).
 
-    Between evaluations it collects the training diagnostics that ``train()`` logs (``train/q1_mean``, ...; see
-    :data:`DIAGNOSTIC_KEY`): their mean over the ``train()`` calls since the previous evaluation.
+    Between evaluations it collects the training diagnostics of each ``train()`` call (the model's
+    ``training_diagnostics``: ``q1_mean``, ...; see :mod:`sb3_ablation.common.training_stats`): per diagnostic, its mean
+    over the ``train()`` calls since the previous evaluation that computed it (e.g. a Gaussian actor's ``actor_std``
+    comes from the calls that updated the actor).
 
     ``self.history``: one list per key of the module docstring (``episode_returns`` per evaluation in seed order:
     env 0's episodes, then env 1's, ...); ``self.value_episodes``: the episode summaries; ``self.diagnostics``:
@@ -248,7 +247,7 @@ class OverestimationEvalCallback(BaseCallback):
         self.diagnostics: dict[str, list] = {"timesteps": []}
         #: per evaluation, the summary of each episode (kept beside ``history``, whose values are numbers)
         self.value_episodes: list[list[dict[str, Any]]] = []
-        # train/<key> values logged since the last evaluation, one per train() call
+        # diagnostics of the train() calls since the last evaluation, one value per call that computed it
         self._window: dict[str, list[float]] = {}
         self._seen_updates: int | None = None
 
@@ -267,8 +266,9 @@ class OverestimationEvalCallback(BaseCallback):
         """
         if set(state.get("history", {})) != set(self.history) or "value_episodes" not in state:
             raise ValueError("the checkpoint's evaluations are of another record format")
-        for key, value in state.items():
-            setattr(self, key, value)
+        self.next_eval, self.eval_time_s = state["next_eval"], state["eval_time_s"]
+        self.history, self.value_episodes, self.diagnostics = state["history"], state["value_episodes"], state["diagnostics"]
+        self._window, self._seen_updates = state["_window"], state["_seen_updates"]
 
     # -- callback hooks -----------------------------------------------------------------------------------------------
 
@@ -276,7 +276,7 @@ class OverestimationEvalCallback(BaseCallback):
         self._maybe_evaluate()
 
     def _on_rollout_start(self) -> None:
-        # right after train(): read its values before anything else (a checkpoint, a new logger) can intervene
+        # right after train(): its values are in the window before a checkpoint is taken
         self.collect_diagnostics()
 
     def _on_step(self) -> bool:
@@ -296,15 +296,16 @@ class OverestimationEvalCallback(BaseCallback):
                 self.next_eval += self.eval_freq
 
     def collect_diagnostics(self) -> None:
-        """Read the values the last ``train()`` call logged, once per call (``_n_updates`` tells a new call)."""
+        """
+        Read the diagnostics of the last ``train()`` call, once per call (``_n_updates`` tells a new call); a model
+        without ``training_diagnostics`` (e.g. SB3's own TD3) records none.
+        """
         n_updates = getattr(self.model, "_n_updates", 0)
         if n_updates == self._seen_updates:
             return
         self._seen_updates = n_updates
-        for key, value in self.model.logger.name_to_value.items():
-            match = DIAGNOSTIC_KEY.match(key)
-            if match:
-                self._window.setdefault(match.group(1), []).append(float(value))
+        for key, value in getattr(self.model, "training_diagnostics", {}).items():
+            self._window.setdefault(key, []).append(float(value))
 
     def _close_diagnostics_window(self) -> None:
         n_before = len(self.diagnostics["timesteps"])

@@ -31,11 +31,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sb3_ablation import SWITCHES
+from sb3_ablation.study.analysis import EnvResult, Section, comparison_json, outcome_values
 from sb3_ablation.study.inference import Comparison, compare_family
+from sb3_ablation.study.statistics import MIN_RUNS
 from sb3_ablation.study.store import safe_name
+from sb3_ablation.study.variants import parse_variant
 
 if TYPE_CHECKING:
-    from sb3_ablation.study.analysis import EnvResult, Section
     from sb3_ablation.study.plan import AnalysisPlan
     from sb3_ablation.study.results import StudyData
 
@@ -293,10 +295,6 @@ def factorial_sections(data: StudyData, envs: Sequence[EnvResult], plan: Analysi
     :param plan: the analysis plan (alpha, power, outcomes)
     :return: one section per env with a design
     """
-    from sb3_ablation.study.analysis import Section, comparison_json, outcome_values
-    from sb3_ablation.study.statistics import MIN_RUNS
-    from sb3_ablation.study.variants import parse_variant
-
     sections = []
     for env_result in envs:
         env = env_result.env
