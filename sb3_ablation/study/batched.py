@@ -24,7 +24,7 @@ import traceback
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
@@ -41,6 +41,9 @@ from sb3_ablation.study.execute import (
 )
 from sb3_ablation.study.records import RunRecord, RunTask, failed_record
 from sb3_ablation.study.store import RunCheckpoints, save_final_model, write_run
+
+if TYPE_CHECKING:
+    from sb3_ablation.batched import BatchedTD3
 
 ENGINE = "batched"
 
@@ -116,8 +119,13 @@ class AgentEvaluations(BaseCallback):
         for agent, evaluator in zip(self.agents, self.evaluators, strict=True):
             evaluator.init_callback(agent)
 
+    @property
+    def batched(self) -> BatchedTD3:
+        """The model this callback runs on: the group's BatchedTD3."""
+        return cast("BatchedTD3", self.model)
+
     def _sync(self, evaluating: bool) -> None:
-        batched = self.model
+        batched = self.batched
         for index, agent in enumerate(self.agents):
             if evaluating:
                 batched.copy_agent_to(index, agent)
@@ -141,7 +149,7 @@ class AgentEvaluations(BaseCallback):
         self._each("on_rollout_start")
 
     def _on_step(self) -> bool:
-        steps = self.model.agent_timesteps
+        steps = self.batched.agent_timesteps
         self._sync(evaluating=any(steps >= evaluator.next_eval for evaluator in self.evaluators))
         self._each("on_step")
         return True
@@ -190,7 +198,7 @@ def execute_group(group: RunGroup) -> list[dict[str, Any]]:
     finished = []
     for index, (task, record) in enumerate(zip(tasks, records, strict=True)):
         failure = group_error or (evaluations.failures[index] if evaluations is not None else None)
-        if failure is None:
+        if failure is None and evaluations is not None:  # (evaluations is None only after a group error)
             try:
                 if task.record:
                     save_final_model(evaluations.agents[index], record, task.record)

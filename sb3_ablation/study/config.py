@@ -170,10 +170,9 @@ def parse_seeds(seeds: int | str | list[int] | None) -> list[int]:
     """
     if seeds is None:
         raise StudyError("no seeds given; expected a count (e.g. 5 for seeds 0..4) or a list of seeds")
-    if isinstance(seeds, (int, str)):
-        seeds = [seeds]
     try:
-        values = [int(seed) for seed in seeds]
+        given: list[int | str] = [seeds] if isinstance(seeds, (int, str)) else [*seeds]
+        values = [int(seed) for seed in given]
     except (TypeError, ValueError):
         raise StudyError(f"seeds must be integers, got {seeds!r}") from None
     if any(value < 0 for value in values) or not values:

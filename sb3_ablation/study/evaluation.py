@@ -41,14 +41,16 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.policies import ContinuousCritic
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, is_vecenv_wrapped, sync_envs_normalization
 
 #: the evaluation seeds are drawn from this entropy, the run's seed and the evaluation's index
@@ -143,7 +145,7 @@ class ReturnPastTimeLimit(gym.Wrapper):
         super().__init__(env)
         self.score_time_limit = time_limit
         self.steps = 0
-        self.generator_at_limit: dict[str, Any] | None = None
+        self.generator_at_limit: Mapping[str, Any] | None = None
         self.monitor = _find_monitor(env)
 
     def step(self, action: Any) -> Any:
@@ -180,6 +182,21 @@ class _Episode:
     rewards: list[float] = field(default_factory=list)
     score: float | None = None
     terminated: bool = False
+
+    @property
+    def final_score(self) -> float:
+        """The score of the episode once it has ended."""
+        if self.score is None:
+            raise ValueError("the episode has no score before it ends")
+        return self.score
+
+
+class ActorCriticModel(Protocol):
+    """What the evaluation reads of a model besides SB3's BaseAlgorithm: TD3's actor, critic and discount."""
+
+    gamma: float
+    actor: th.nn.Module
+    critic: ContinuousCritic
 
 
 class OverestimationEvalCallback(BaseCallback):
@@ -320,6 +337,11 @@ class OverestimationEvalCallback(BaseCallback):
 
     # -- one evaluation -----------------------------------------------------------------------------------------------
 
+    @property
+    def actor_critic(self) -> ActorCriticModel:
+        """The model evaluated, as the actor-critic model (a TD3 or DDPG) it is."""
+        return cast(ActorCriticModel, self.model)
+
     def evaluate(self) -> dict[str, Any]:
         """Run one evaluation now and append it to the history."""
         started = time.perf_counter()
@@ -329,7 +351,7 @@ class OverestimationEvalCallback(BaseCallback):
             sync_envs_normalization(self.training_env, self.eval_env)
 
         episodes = self._run_episodes(evaluation_seed(self.seed, len(self.history["timesteps"])))
-        episode_returns = [episode.score for episode in episodes]
+        episode_returns = [episode.final_score for episode in episodes]
         mean_return = float(np.mean(episode_returns))
         q_values = self._critic_1(
             [obs for episode in episodes for obs in episode.observations],
@@ -337,7 +359,8 @@ class OverestimationEvalCallback(BaseCallback):
         )
         self._check_finite(mean_return, q_values)
 
-        gamma, tail = model.gamma, tail_steps(model.gamma)
+        gamma = self.actor_critic.gamma
+        tail = tail_steps(gamma)
         cut_returns, value_episodes, start = [], [], 0
         for episode in episodes:
             n_cut = len(episode.observations)  # the scored steps t < T
@@ -395,7 +418,12 @@ class OverestimationEvalCallback(BaseCallback):
         states = None
         episode_starts = np.ones(n_envs, dtype=bool)
         while any(len(finished[i]) < targets[i] for i in range(n_envs)):
-            actions, states = self.model.predict(observations, state=states, episode_start=episode_starts, deterministic=True)
+            actions, states = self.model.predict(
+                observations,  # type: ignore[arg-type]  # VecEnvObs admits tuples; these envs give arrays or dicts
+                state=states,
+                episode_start=episode_starts,
+                deterministic=True,
+            )
             new_observations, rewards, dones, infos = env.step(actions)
             for i in range(n_envs):
                 if len(finished[i]) >= targets[i]:
@@ -441,14 +469,15 @@ class OverestimationEvalCallback(BaseCallback):
         with th.no_grad():
             obs_tensor, _ = policy.obs_to_tensor(obs_batch)
             action_tensor = th.as_tensor(scaled_actions, dtype=th.float32, device=policy.device)
-            q_values = self.model.critic.q1_forward(obs_tensor, action_tensor)
+            # (SB3 types the observations as a tensor; the critic's features extractor takes dict observations too)
+            q_values = self.actor_critic.critic.q1_forward(obs_tensor, action_tensor)  # type: ignore[arg-type]
         return q_values.cpu().numpy().reshape(-1).astype(np.float64)
 
     def _check_finite(self, mean_return: float, q_values: np.ndarray) -> None:
         step = self.num_timesteps
         if not np.isfinite(mean_return):
             raise TrainingDivergedError(f"evaluation return is {mean_return} at step {step} (the env gave non-finite rewards)")
-        for name, module in (("actor", self.model.actor), ("critic", self.model.critic)):
+        for name, module in (("actor", self.actor_critic.actor), ("critic", self.actor_critic.critic)):
             for parameter in module.parameters():
                 if not th.isfinite(parameter).all():
                     raise TrainingDivergedError(f"{name} weights became NaN/inf by step {step} (a NaN or infinite loss)")

@@ -221,9 +221,9 @@ class EpisodeReplay:
         self.base = venv.unwrapped
         if not isinstance(self.base, DummyVecEnv):
             raise TypeError(f"checkpoints need a DummyVecEnv (vec_env_class: dummy), not {type(self.base).__name__}")
-        if not all(isinstance(env, EpisodeRecorder) for env in self.base.envs):
+        self.recorders = [env for env in self.base.envs if isinstance(env, EpisodeRecorder)]
+        if len(self.recorders) != len(self.base.envs):
             raise TypeError("checkpoints need each training env wrapped last in EpisodeRecorder")
-        self.recorders: list[EpisodeRecorder] = list(self.base.envs)
         self.wrappers = _vec_wrappers(venv)
         unknown = [type(wrapper).__name__ for wrapper in self.wrappers if type(wrapper).__name__ not in VEC_WRAPPER_STATE]
         if unknown:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -303,7 +303,7 @@ def factorial_sections(data: StudyData, envs: Sequence[EnvResult], plan: Analysi
         if design is None:
             continue
         lines = [EXPLANATION, ""]
-        figures = {}
+        figures: dict[str, Callable[[Path], None]] = {}
         json: dict[str, Any] = {"switches": list(design.switches), "outcomes": {}}
         for outcome in env_result.outcomes:
             key = outcome.outcome.key

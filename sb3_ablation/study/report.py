@@ -278,8 +278,8 @@ def _plan_section(model: ReportModel, data: StudyData) -> list[str]:
         )
     windows = ", ".join(f"{e.env} {_plural(len(e.window), 'evaluation')} ({e.window[0]:,}-{e.window[-1]:,} of "
                         f"{e.training_steps:,} steps)" for e in model.envs if e.window)  # fmt: skip
-    margins = "; ".join(f"{e.env} ±{_fmt(e.outcome(plan.primary).margin)} ({e.outcome(plan.primary).margin_how})"
-                        for e in model.envs if e.outcome(plan.primary))  # fmt: skip
+    margins = "; ".join(f"{e.env} ±{_fmt(result.margin)} ({result.margin_how})"
+                        for e in model.envs if (result := e.outcome(plan.primary)))  # fmt: skip
     names = {o.outcome.key: o.outcome for e in model.envs for o in e.outcomes}
     secondary = "; ".join(f"{names[k].name} ({names[k].definition})" for k in plan.secondary if k in names)
     primary = names.get(plan.primary)
@@ -337,8 +337,8 @@ def quote_findings(text: str, study: str, parts: dict[str, str]) -> str:
         pattern, start, end = _quoted_findings_pattern(study, part)
         if pattern.search(text) is None:
             raise ValueError(f"no <!-- generated:{study}:{part}:start/end --> markers to quote the findings between")
-        # a function, so that backslashes in the findings stay as they are
-        text = pattern.sub(lambda _match, block=start + findings + end: block, text)
+        # backslashes escaped: the findings are inserted as they are
+        text = pattern.sub((start + findings + end).replace("\\", "\\\\"), text)
     return text
 
 
