@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from dataclasses import replace
 
 from sb3_ablation.study.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.execute import execute_run
@@ -35,7 +36,7 @@ def main() -> None:
     times: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
     for _ in range(args.repeats):
         for mode, n_envs in modes.items():
-            record = execute_run({**task, "eval_envs": n_envs})
+            record = execute_run(replace(task, eval_envs=n_envs))
             assert record["status"] == "ok", record["traceback"]
             times[mode].append((record["eval_time_s"], record["wall_time_s"]))
     n_evaluations = len(record["evaluations"]["timesteps"])

@@ -232,7 +232,7 @@ def test_a_failing_agent_is_recorded_while_the_others_finish(tmp_path, monkeypat
     variants = config.variant_objects
     tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))
     for task in tasks:
-        task["record"] = str(run_path(tmp_path, task["env"], task["variant"], task["seed"]))
+        task.record = str(run_path(tmp_path, task.env, task.variant, task.seed))
     evaluate = OverestimationEvalCallback.evaluate
 
     def diverge_seed_1(self):

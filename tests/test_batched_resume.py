@@ -10,16 +10,18 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch as th
 
 from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import BatchedTD3
-from sb3_ablation.study.batched import execute_group, group_checkpoints, make_groups
+from sb3_ablation.study.batched import RunGroup, execute_group, group_checkpoints, make_groups
 from sb3_ablation.study.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.store import RunCheckpoints, run_path
 
+COMMITTED_RECORD = Path(__file__).resolve().parents[1] / "docs/studies/pendulum-factorial/runs/Pendulum-v1/td3/seed_0.json"
 # Ornstein-Uhlenbeck noise (it carries its last value) and two seeds: the state a resumed group has to get back is
 # not only the networks'
 HYPERPARAMS = {
@@ -48,14 +50,14 @@ def _study_command(out) -> list[str]:
     ]  # fmt: skip
 
 
-def _group(out, variant: str, **hyperparams) -> dict:
+def _group(out, variant: str, **hyperparams) -> RunGroup:
     """The group of SETTINGS for ``variant``, recording into ``out``, as the study hands it to a worker."""
     settings = {**SETTINGS, "hyperparams": {**HYPERPARAMS, **hyperparams}}
     config = StudyConfig(**settings, variants=[variant], out=str(out), engine="batched")
     variants = config.variant_objects
     tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))
     for task in tasks:
-        task["record"] = str(run_path(out, task["env"], task["variant"], task["seed"]).resolve())
+        task.record = str(run_path(out, task.env, task.variant, task.seed).resolve())
     (group,) = make_groups(tasks)
     return group
 
@@ -68,6 +70,9 @@ def assert_same_group(out, reference, variant: str, resumed_from: int):
         assert resumed["status"] == "ok", resumed["traceback"]
         assert resumed["resumed_from"] == resumed_from and resumed["warnings"] == expected["warnings"]
         assert resumed["evaluations"]["timesteps"] == [0, 200, 400]
+        # the entries, in order, of a committed record of format 3 from the batched engine
+        committed = json.loads(COMMITTED_RECORD.read_text())
+        assert committed["format"] == 3 and list(expected) == list(committed)
         # exact equality of every evaluation (returns, Q-values, per-episode returns) and diagnostic
         assert resumed["evaluations"] == expected["evaluations"]
         assert resumed["diagnostics"] == expected["diagnostics"]
@@ -87,7 +92,7 @@ def test_killed_batched_group_resumes_to_exactly_the_uninterrupted_result(tmp_pa
     # the uninterrupted group: what the study's worker runs, here in this process
     reference = tmp_path / "whole"
     assert [record["status"] for record in execute_group(_group(reference, "td3"))] == ["ok", "ok"]
-    assert not group_checkpoints(_group(reference, "td3")["runs"]).folder.exists()  # removed once done
+    assert not group_checkpoints(_group(reference, "td3").runs).folder.exists()  # removed once done
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     out = tmp_path / "killed"
@@ -136,7 +141,7 @@ def test_failed_group_resumes_exactly_and_an_unusable_checkpoint_starts_over(tmp
     failed = execute_group(_group(out, variant, **delay))
     assert [record["status"] for record in failed] == ["failed", "failed"]
     assert failed[0]["error"] == "MemoryError: simulated failure of the group"
-    checkpoints = group_checkpoints(_group(out, variant, **delay)["runs"])
+    checkpoints = group_checkpoints(_group(out, variant, **delay).runs)
     assert json.loads(checkpoints.pointer.read_text())["timesteps"] == 150  # kept for the retry
     saved = checkpoints.latest()
 
@@ -145,7 +150,7 @@ def test_failed_group_resumes_exactly_and_an_unusable_checkpoint_starts_over(tmp
     assert "actor_std" in json.loads(run_path(reference, "Pendulum-v1", variant, 0).read_text())["diagnostics"]
     # a copy of the checkpoint whose envs cannot come back to its observations: the group starts over, with a warning
     broken_out = tmp_path / "broken"
-    broken = group_checkpoints(_group(broken_out, variant, **delay)["runs"])
+    broken = group_checkpoints(_group(broken_out, variant, **delay).runs)
     shutil.copytree(saved, broken.folder / saved.name)
     broken.pointer.write_text(checkpoints.pointer.read_text())
     with open(saved / "state.pkl", "rb") as file:

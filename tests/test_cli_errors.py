@@ -303,7 +303,7 @@ def test_tensorboard_folder_reaches_each_runs_experiment_manager(tmp_path):
 
     config = StudyConfig(envs=[ENV], variants=["td3"], seeds=SeedList([4]), out=str(tmp_path), tensorboard_log="tb")
     (task,) = make_tasks(config, config.variant_objects, resolve_hyperparams(config, config.variant_objects))
-    assert task["tensorboard_log"] == str(Path("tb") / "td3" / "seed_4")
+    assert task.tensorboard_log == str(Path("tb") / "td3" / "seed_4")
     assert make_manager(task).tensorboard_log == str(Path("tb") / "td3" / "seed_4" / ENV)  # rl_zoo3 adds the env
     without = StudyConfig(envs=[ENV], variants=["td3"], seeds=1, out=str(tmp_path))
     (task,) = make_tasks(without, without.variant_objects, resolve_hyperparams(without, without.variant_objects))

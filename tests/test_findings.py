@@ -1,12 +1,18 @@
 """README's findings are generated: each quoted block is what the report computes from the committed run records
 today, and the committed reports print the same findings."""
 
-import re
 from pathlib import Path
 
 import pytest
 
-from sb3_ablation.study.report import FINDINGS_END, FINDINGS_START, findings_markdown, findings_parts, study_model
+from sb3_ablation.study.report import (
+    FINDINGS_END,
+    FINDINGS_START,
+    findings_markdown,
+    findings_parts,
+    quoted_findings,
+    study_model,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ("pendulum", "pendulum-batched", "multitask")
@@ -14,23 +20,16 @@ STUDIES = ("pendulum", "pendulum-batched", "multitask")
 REPS = 100
 
 
-def quoted(readme: str, study: str, part: str) -> str | None:
-    match = re.search(
-        rf"<!-- generated:{re.escape(study)}:{part}:start -->\n(.*?)<!-- generated:{re.escape(study)}:{part}:end -->",
-        readme,
-        flags=re.S,
-    )
-    return match.group(1) if match else None
-
-
 @pytest.mark.parametrize("study", STUDIES)
 def test_readme_quotes_the_findings_regenerated_from_the_committed_records(study):
     model, _ = study_model(ROOT / "docs" / "studies" / study, reps=REPS)
     readme = (ROOT / "README.md").read_text()
     parts = findings_parts(model)
-    assert quoted(readme, "pendulum", "per-task") is not None  # the markers are where the test looks
+    assert quoted_findings(readme, "pendulum", "per-task") is not None  # the markers are where the test looks
     for part, text in parts.items():
-        assert quoted(readme, study, part) == text, f"README's {study} {part} findings differ from the regenerated ones"
+        assert quoted_findings(readme, study, part) == text, (
+            f"README's {study} {part} findings differ from the regenerated ones"
+        )
     report = (ROOT / "docs" / "studies" / study / "report.md").read_text()
     committed = report[report.index(FINDINGS_START) + len(FINDINGS_START) : report.index(FINDINGS_END)]
     assert committed.strip() == findings_markdown(model).strip(), f"docs/studies/{study}/report.md is not current"

@@ -2,6 +2,7 @@
 
 import json
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import gymnasium as gym
@@ -22,7 +23,8 @@ from sb3_ablation.study.evaluation import (
     tail_steps,
 )
 from sb3_ablation.study.execute import execute_run, make_evaluator, make_manager
-from sb3_ablation.study.store import MANIFEST_NAME, RUN_FILE_FORMAT, open_manifest, run_path
+from sb3_ablation.study.records import RUN_FILE_FORMAT, RunRecord, RunTask
+from sb3_ablation.study.store import MANIFEST_NAME, open_manifest, run_path
 
 GAMMA, REWARD, T = 0.9, 1.0, 30
 K = tail_steps(GAMMA)  # 44
@@ -142,7 +144,7 @@ def todays_evaluation(model, eval_env, n_episodes: int, seed: int) -> dict:
     return {"episode_returns": [r for per_env in by_env for r in per_env], "q": q_values, "g": np.concatenate(returns)}
 
 
-def pendulum_task(out, **settings) -> dict:
+def pendulum_task(out, **settings) -> RunTask:
     config = StudyConfig(
         envs=["Pendulum-v1"], variants=["td3"], seeds=[3], out=str(out), n_timesteps=300, eval_freq=150,
         eval_episodes=2, hyperparams={"learning_starts": 100, "policy_kwargs": "dict(net_arch=[16])"}, progress=False,
@@ -162,22 +164,22 @@ def pendulum_task(out, **settings) -> dict:
     ],
 )
 def test_scores_and_the_cut_bias_are_todays(tmp_path, env_id, time_limit, n_envs, n_episodes):
-    task = {**pendulum_task(tmp_path), "env": env_id, "eval_max_episode_steps": time_limit}
-    task = {**task, "eval_envs": n_envs, "eval_episodes": n_episodes}
+    task = replace(pendulum_task(tmp_path), env=env_id, eval_max_episode_steps=time_limit)
+    task = replace(task, eval_envs=n_envs, eval_episodes=n_episodes)
     manager = make_manager(task)
     model, _ = manager.setup_experiment()
     model.learn(200)  # a policy that is not the initial one
-    record: dict = {}
+    record = RunRecord.of(task)
     evaluator = make_evaluator(task, manager, record, model.gamma)
     evaluator.init_callback(model)
-    assert record["overestimation_method"]["time_limit"] == time_limit
+    assert record.overestimation_method["time_limit"] == time_limit
     results = [evaluator.evaluate() for _ in range(2)]
 
     manager.eval_time_limit = None
     manager.eval_env_kwargs = {"max_episode_steps": time_limit}
     today_env = manager.create_envs(n_envs, eval_env=True)
     for index, result in enumerate(results):
-        today = todays_evaluation(model, today_env, n_episodes, evaluation_seed(task["seed"], index))
+        today = todays_evaluation(model, today_env, n_episodes, evaluation_seed(task.seed, index))
         assert result["episode_returns"] == today["episode_returns"]  # exact, Monitor's rounding included
         assert result["mean_return"] == float(np.mean(today["episode_returns"]))
         assert any(episode["steps"] > time_limit for episode in evaluator.value_episodes[index])
@@ -188,10 +190,10 @@ def test_scores_and_the_cut_bias_are_todays(tmp_path, env_id, time_limit, n_envs
 
 
 def test_run_record_has_the_measure_recomputable_from_its_episodes_and_a_small_loadable_model(tmp_path):
-    task = {**pendulum_task(tmp_path, eval_max_episode_steps=25), "record": str(run_path(tmp_path, "Pendulum-v1", "td3", 3))}
+    task = replace(pendulum_task(tmp_path, eval_max_episode_steps=25), record=str(run_path(tmp_path, "Pendulum-v1", "td3", 3)))
     record = execute_run(task)
     assert record["status"] == "ok", record["traceback"]
-    saved = json.loads(Path(task["record"]).read_text())
+    saved = json.loads(Path(task.record).read_text())
     assert saved["format"] == RUN_FILE_FORMAT == 3
     k = tail_steps(0.98)  # the zoo's Pendulum gamma
     assert saved["overestimation_method"] == {
@@ -214,7 +216,7 @@ def test_run_record_has_the_measure_recomputable_from_its_episodes_and_a_small_l
         )
 
     # the final model: no replay buffer, loads, predicts as the trained one
-    model_file = Path(task["record"]).with_suffix(".zip")
+    model_file = Path(task.record).with_suffix(".zip")
     assert not any("replay" in name for name in zipfile.ZipFile(model_file).namelist())
     loaded = AblatableTD3.load(model_file, device="cpu")
     assert loaded.policy is not None and model_file.stat().st_size < 100_000

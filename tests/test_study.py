@@ -8,26 +8,13 @@ import pytest
 from scipy import stats
 
 from sb3_ablation import SWITCHES
-from sb3_ablation.study.config import StudyConfig, StudyError
+from sb3_ablation.study.config import StudyError
 from sb3_ablation.study.evaluation import discounted_returns
-from sb3_ablation.study.report import final_return_statistics, write_report
-from sb3_ablation.study.runner import iter_runs, run_path, run_study
+from sb3_ablation.study.report import write_report
+from sb3_ablation.study.runner import run_study
+from sb3_ablation.study.statistics import outcome_statistics
+from sb3_ablation.study.store import iter_runs, run_path
 from sb3_ablation.study.variants import expand_preset, parse_variant, resolve_variants
-
-TINY = dict(
-    envs=["Pendulum-v1"],
-    n_timesteps=300,
-    eval_freq=150,
-    eval_episodes=1,
-    eval_max_episode_steps=50,
-    hyperparams={"learning_starts": 100, "policy_kwargs": "dict(net_arch=[16, 16])", "batch_size": 32},
-    workers=2,
-    progress=False,
-)
-
-
-def tiny_study(out, variants=("td3", "no_clipped_double_q"), seeds=2, **overrides) -> StudyConfig:
-    return StudyConfig(**{**TINY, "variants": list(variants), "seeds": seeds, "out": str(out), **overrides})
 
 
 def test_variant_presets_and_names():
@@ -48,7 +35,7 @@ def test_discounted_returns_by_hand():
     assert np.allclose(discounted_returns(np.array([1.0, 2.0, 3.0]), 0.5), [1 + 0.5 * 2 + 0.25 * 3, 2 + 0.5 * 3, 3.0])
 
 
-def test_tiny_study_end_to_end_then_resume_redoes_nothing(tmp_path):
+def test_tiny_study_end_to_end_then_resume_redoes_nothing(tmp_path, tiny_study):
     config = tiny_study(tmp_path)
     result = run_study(config, log=lambda _: None)
     assert (result.total, result.ok, result.skipped, result.failed) == (4, 4, 0, [])
@@ -75,13 +62,13 @@ def test_tiny_study_end_to_end_then_resume_redoes_nothing(tmp_path):
     assert all(path.stat().st_mtime_ns == mtime for path, mtime in kept.items())
 
 
-def test_study_refuses_a_folder_made_with_other_settings(tmp_path):
+def test_study_refuses_a_folder_made_with_other_settings(tmp_path, tiny_study):
     run_study(tiny_study(tmp_path, variants=["td3"], seeds=1), log=lambda _: None)
     with pytest.raises(StudyError, match="n_timesteps"):
         run_study(tiny_study(tmp_path, variants=["td3"], seeds=1, n_timesteps=400), log=lambda _: None)
 
 
-def test_failing_run_is_recorded_while_the_others_finish(tmp_path):
+def test_failing_run_is_recorded_while_the_others_finish(tmp_path, tiny_study):
     # A negative learning rate passes the config check but Adam refuses it inside the run
     config = tiny_study(
         tmp_path,
@@ -99,7 +86,7 @@ def test_failing_run_is_recorded_while_the_others_finish(tmp_path):
     assert run_study(config, log=lambda _: None).skipped == 1
 
 
-def test_ray_backend_on_a_local_ray(tmp_path):
+def test_ray_backend_on_a_local_ray(tmp_path, tiny_study):
     pytest.importorskip("ray")
     result = run_study(tiny_study(tmp_path, variants=["td3"], backend="ray", workers=2), log=lambda _: None)
     assert (result.ok, result.failed) == (2, [])
@@ -109,7 +96,7 @@ def test_ray_backend_on_a_local_ray(tmp_path):
 def test_report_statistics_on_synthetic_results():
     rng = np.random.default_rng(0)
     scores = {"td3": rng.normal(-150, 10, 12), "worse": rng.normal(-400, 10, 12), "same": rng.normal(-150, 10, 12)}
-    result = final_return_statistics(scores, baseline="td3", reps=2_000, seed=0)
+    result = outcome_statistics(scores, baseline="td3", reps=2_000, seed=0)
     for variant, values in scores.items():
         assert result[variant].n_runs == 12
         assert result[variant].iqm == pytest.approx(stats.trim_mean(values, 0.25))
@@ -125,9 +112,16 @@ def test_report_statistics_on_synthetic_results():
     assert result["td3"].diff is None
 
 
-def test_bad_study_settings_are_one_line_errors(tmp_path):
+def test_bad_study_settings_are_one_line_errors(tmp_path, tiny_study):
     with pytest.raises(StudyError, match="NotAnEnv-v0"):
         run_study(tiny_study(tmp_path, envs=["NotAnEnv-v0"]), log=lambda _: None)
     with pytest.raises(StudyError, match="clipped_double_q"):
         run_study(tiny_study(tmp_path, hyperparams={"clipped_double_q": False}), log=lambda _: None)
     assert not os.path.exists(tmp_path / "runs")
+
+
+def test_every_engine_name_has_an_engine():
+    from sb3_ablation.study.config import ENGINES as NAMES
+    from sb3_ablation.study.engines import ENGINES
+
+    assert tuple(ENGINES) == NAMES

@@ -3,25 +3,12 @@
 import json
 import shutil
 
-from sb3_ablation.study.config import StudyConfig
-from sb3_ablation.study.runner import run_path, run_study
-from sb3_ablation.study.store import RunCheckpoints
+from sb3_ablation.study.runner import run_study
+from sb3_ablation.study.store import RunCheckpoints, run_path
 
 
-def test_console_names_unreadable_records_resumes_and_warnings(tmp_path):
-    config = StudyConfig(
-        envs=["Pendulum-v1"],
-        variants=["td3"],
-        seeds=1,
-        out=str(tmp_path),
-        n_timesteps=200,
-        eval_freq=100,
-        eval_episodes=1,
-        eval_max_episode_steps=20,
-        hyperparams={"learning_starts": 100, "policy_kwargs": "dict(net_arch=[8])", "batch_size": 16},
-        workers=1,
-        progress=False,
-    )
+def test_console_names_unreadable_records_resumes_and_warnings(tmp_path, tiny_study):
+    config = tiny_study(tmp_path, variants=["td3"], seeds=1, workers=1)
     lines: list[str] = []
     result = run_study(config, log=lines.append)
     assert result.ok == 1 and not result.warned

@@ -12,10 +12,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.cli import study_main
-from sb3_ablation.study.config import StudyConfig, load_config_file, write_json_atomic
+from sb3_ablation.study.config import StudyConfig, load_config_file, make_tasks, resolve_hyperparams
 from sb3_ablation.study.report import REFERENCE_SCORES, load_study, normalized_scores, write_report
-from sb3_ablation.study.runner import iter_runs, make_tasks, resolve_hyperparams, run_path
+from sb3_ablation.study.store import iter_runs, run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_ARGS = [
@@ -167,7 +168,7 @@ def test_shipped_study_files_resolve():
         variants = config.variant_objects
         tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))
         assert len(tasks) == runs
-        assert all(task["hyperparams"]["n_timesteps"] == config.n_timesteps for task in tasks)
+        assert all(task.hyperparams["n_timesteps"] == config.n_timesteps for task in tasks)
 
 
 def test_env_flag_runs_one_task_of_a_multi_task_config(tmp_path, capsys):

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +17,10 @@ import torch as th
 from sb3_ablation import AblatableTD3
 from sb3_ablation.study.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.execute import execute_run
+from sb3_ablation.study.records import RunTask
 from sb3_ablation.study.store import RunCheckpoints, finite_or_none, run_path
 
+ROOT = Path(__file__).resolve().parents[1]
 # VecNormalize and Ornstein-Uhlenbeck noise: the state a resumed run has to get back is not only the networks'
 OVERRIDES = {
     "learning_starts": 100,
@@ -28,14 +31,14 @@ OVERRIDES = {
 }
 
 
-def one_task(out, n_timesteps=500, **settings) -> dict:
+def one_task(out, n_timesteps=500, **settings) -> RunTask:
     config = StudyConfig(
         envs=["Pendulum-v1"], variants=["td3"], seeds=[3, 4], out=str(out), n_timesteps=n_timesteps,
         eval_freq=250, eval_episodes=2, hyperparams=OVERRIDES, progress=False, **settings,
     )  # fmt: skip
     variants = config.variant_objects
     task = make_tasks(config, variants, resolve_hyperparams(config, variants))[0]
-    return {**task, "record": str(run_path(out, "Pendulum-v1", "td3", 3))}
+    return replace(task, record=str(run_path(out, "Pendulum-v1", "td3", 3)))
 
 
 def assert_same_weights(path_a, path_b):
@@ -52,7 +55,7 @@ def test_study_run_is_the_run_train_makes(tmp_path):
     task = one_task(tmp_path / "study")
     record = execute_run(task)
     assert record["status"] == "ok", record["traceback"]
-    record_path = Path(task["record"])
+    record_path = Path(task.record)
     assert record["model"] == "seed_3.zip" and record["vecnormalize"] == "seed_3_vecnormalize.pkl"
     assert (record_path.parent / record["vecnormalize"]).is_file()
 
@@ -129,7 +132,7 @@ def test_evaluation_episodes_side_by_side_are_the_seeded_episodes_one_by_one(tmp
     from sb3_ablation.study.evaluation import OverestimationEvalCallback, evaluation_seed
     from sb3_ablation.study.execute import make_manager
 
-    task = {**one_task(tmp_path), "hyperparams": {**one_task(tmp_path)["hyperparams"], "normalize": False}}
+    task = replace(one_task(tmp_path), hyperparams={**one_task(tmp_path).hyperparams, "normalize": False})
     manager = make_manager(task)
     model, _ = manager.setup_experiment()
     manager.eval_env_kwargs = {"max_episode_steps": 30}
@@ -161,17 +164,17 @@ def test_evaluation_episodes_side_by_side_are_the_seeded_episodes_one_by_one(tmp
 
 
 def test_record_has_diagnostics_per_evaluation_window_and_the_run_warnings(tmp_path, monkeypatch, capsys):
-    # whatever train() logs under the contract's names is averaged per window between evaluations
+    # the model's training_diagnostics of each train() call are averaged per window between evaluations
     original_train = AblatableTD3.train
 
     def train(self, gradient_steps, batch_size=100):
         original_train(self, gradient_steps, batch_size)
-        self.logger.record("train/q1_mean", float(self._n_updates))  # 1, 2, 3, ... one per train() call
+        self.training_diagnostics["q1_mean"] = float(self._n_updates)  # 1, 2, 3, ... one per train() call
 
     monkeypatch.setattr(AblatableTD3, "train", train)
     task = one_task(tmp_path, n_timesteps=300, checkpoint_freq=0)
-    task = {**task, "eval_freq": 100, "variant": "no_deterministic_policy",
-            "hyperparams": {**task["hyperparams"], "deterministic_policy": False, "normalize": False}}  # fmt: skip
+    task = replace(task, eval_freq=100, variant="no_deterministic_policy",
+            hyperparams={**task.hyperparams, "deterministic_policy": False, "normalize": False})  # fmt: skip
     record = execute_run(task)
     assert record["status"] == "ok", record["traceback"]
     diagnostics = record["diagnostics"]
@@ -186,8 +189,11 @@ def test_record_has_diagnostics_per_evaluation_window_and_the_run_warnings(tmp_p
     # the warning is in the record, once, and was not printed
     assert len([w for w in record["warnings"] if "action_noise" in w]) == 1
     assert "action_noise" not in capsys.readouterr().err
-    saved = json.loads(Path(task["record"]).read_text())
+    saved = json.loads(Path(task.record).read_text())
     assert saved["format"] == 3 and saved["warnings"] == record["warnings"] and saved["model"] == "seed_3.zip"
+    # the entries, in order, of a committed record of format 3 from the same engine
+    committed = json.loads((ROOT / "docs/studies/pendulum/runs/Pendulum-v1/td3/seed_5.json").read_text())
+    assert committed["format"] == 3 and list(saved) == list(committed)
 
 
 def test_a_second_study_on_the_same_folder_is_refused_and_a_killed_one_leaves_no_lock(tmp_path):
@@ -223,10 +229,13 @@ def test_a_study_folder_of_another_record_format_is_not_extended(tmp_path):
 def test_episode_replay_brings_fresh_envs_to_the_same_states_and_notices_a_mismatch():
     from stable_baselines3.common.env_util import make_vec_env
 
-    from sb3_ablation.study.execute import EpisodeReplay
+    from sb3_ablation.study.execute import EpisodeRecorder, EpisodeReplay
+
+    def recorded(seed=None):
+        return make_vec_env("Pendulum-v1", n_envs=2, seed=seed, wrapper_class=EpisodeRecorder)
 
     def stepped(n_steps):
-        venv = make_vec_env("Pendulum-v1", n_envs=2, seed=5)
+        venv = recorded(seed=5)
         episodes = EpisodeReplay(venv)
         venv.reset()
         for step in range(n_steps):
@@ -236,7 +245,7 @@ def test_episode_replay_brings_fresh_envs_to_the_same_states_and_notices_a_misma
     venv, episodes = stepped(230)  # one auto-reset (200-step episodes), then 30 steps into the second episode
     saved = copy.deepcopy(episodes.episodes)
     assert [len(episode["actions"]) for episode in saved] == [30, 30] and saved[0]["reset_kwargs"] == {}
-    fresh = make_vec_env("Pendulum-v1", n_envs=2, seed=99)  # other seeds: only the saved generator states count
+    fresh = recorded(seed=99)  # other seeds: only the saved generator states count
     EpisodeReplay(fresh).replay(saved)
     for env, reference in zip(fresh.envs, venv.envs, strict=True):
         assert np.array_equal(env.unwrapped.state, reference.unwrapped.state)
@@ -244,4 +253,35 @@ def test_episode_replay_brings_fresh_envs_to_the_same_states_and_notices_a_misma
 
     saved[1]["actions"][-1] = saved[1]["actions"][-1] + 0.5
     with pytest.raises(RuntimeError, match="training env 1 did not come back"):
-        EpisodeReplay(make_vec_env("Pendulum-v1", n_envs=2)).replay(saved)
+        EpisodeReplay(recorded()).replay(saved)
+    with pytest.raises(TypeError, match="EpisodeRecorder"):
+        EpisodeReplay(make_vec_env("Pendulum-v1", n_envs=2))
+
+
+def test_failed_run_resumes_to_the_uninterrupted_record_diagnostics_included(tmp_path, monkeypatch):
+    # a Gaussian actor updated by every third train() call only (policy_delay 3): its actor_std is in the diagnostics
+    # of those calls only, which a resumed run (fresh logger, fresh model) must count exactly as the uninterrupted one
+    settings = dict(n_timesteps=400, checkpoint_freq=150)
+    gaussian = {"deterministic_policy": False, "policy_delay": 3, "learning_starts": 101}
+
+    def task_in(out):
+        task = one_task(out, **settings)
+        hyperparams = {**task.hyperparams, **gaussian}
+        return replace(task, eval_freq=200, variant="no_deterministic_policy", hyperparams=hyperparams)
+
+    train = AblatableTD3.train
+
+    def crashing_train(self, *args, **kwargs):
+        if self.num_timesteps > 250:
+            raise MemoryError("simulated failure of the run")
+        return train(self, *args, **kwargs)
+
+    monkeypatch.setattr(AblatableTD3, "train", crashing_train)
+    failed = execute_run(task_in(tmp_path / "resumed"))
+    assert failed["status"] == "failed" and failed["error"] == "MemoryError: simulated failure of the run"
+    monkeypatch.undo()
+    resumed, whole = execute_run(task_in(tmp_path / "resumed")), execute_run(task_in(tmp_path / "whole"))
+    assert resumed["status"] == whole["status"] == "ok" and resumed["resumed_from"] == 150
+    assert "actor_std" in whole["diagnostics"] and whole["diagnostics"]["timesteps"] == [0, 200, 400]
+    assert resumed["diagnostics"] == whole["diagnostics"]
+    assert resumed["evaluations"] == whole["evaluations"] and resumed["value_episodes"] == whole["value_episodes"]

@@ -196,11 +196,11 @@ def paired_differences(stats: dict[str, VariantStats], baseline: str) -> dict[st
     return {v: np.asarray(s.paired_diffs) for v, s in stats.items() if v != baseline}
 
 
-def _env_margin(data: StudyData, env: str, baseline: str, plan: AnalysisPlan, spec: OutcomeSpec) -> tuple[float, str]:
+def _env_margin(data: StudyData, env: str, baseline: str | None, plan: AnalysisPlan, spec: OutcomeSpec) -> tuple[float, str]:
     """The equivalence margin of one env and outcome, and how it was set."""
     if spec.is_return and env in plan.margins:
         return plan.margins[env], "set by the plan"
-    runs = data.runs.get(env, {}).get(baseline, [])
+    runs = data.runs.get(env, {}).get(baseline, []) if baseline is not None else []
     if not runs:
         return math.nan, f"no {baseline} runs: no margin"
     share = f"{plan.margin_fraction:.0%}"
@@ -217,10 +217,10 @@ def _env_margin(data: StudyData, env: str, baseline: str, plan: AnalysisPlan, sp
     return plan.margin_fraction * float(level), f"{share} of {baseline}'s mean |discounted return| at the end ({level:,.1f})"
 
 
-def _env_result(data: StudyData, env: str, baseline: str, plan: AnalysisPlan, reps: int, seed: int) -> EnvResult:
+def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisPlan, reps: int, seed: int) -> EnvResult:
     by_variant = data.runs.get(env, {})
     variants = [v for v in data.variants if v in by_variant]
-    base_runs = by_variant.get(baseline, []) or next(iter(by_variant.values()), [])
+    base_runs = (by_variant.get(baseline, []) if baseline is not None else []) or next(iter(by_variant.values()), [])
     timesteps = base_runs[0].curve("mean_return")[0] if base_runs else np.zeros(0, dtype=np.int64)
     steps = int(timesteps[-1]) if len(timesteps) else 0
     window = [int(t) for t in timesteps if t >= (1 - plan.final_fraction) * steps]
@@ -256,7 +256,9 @@ def _normalized_primary(
     """The primary outcome normalized per env, a (seeds, envs) matrix per variant."""
     matrices = {v: np.array([[_value_of_seed(data, e.env, v, s, plan) for e in envs] for s in seeds]) for v in variants}
     if method == "reference":
-        bounds = {e.env: env_reference(e.env) for e in envs}
+        bounds: dict[str, tuple[float, float]] = {
+            e.env: reference for e in envs if (reference := env_reference(e.env)) is not None
+        }
         how = (
             "reference-normalized: (x - random) / (reference - random), random-policy and rl-zoo's published TD3 "
             "scores: " + ", ".join(f"{env} ({low:g}, {high:g})" for env, (low, high) in bounds.items())
@@ -282,7 +284,7 @@ def _value_of_seed(data: StudyData, env: str, variant: str, seed: int | None, pl
 
 
 def _across(
-    data: StudyData, envs: list[EnvResult], baseline: str, plan: AnalysisPlan, reps: int, seed: int
+    data: StudyData, envs: list[EnvResult], baseline: str | None, plan: AnalysisPlan, reps: int, seed: int
 ) -> AcrossTasks | None:
     if len(envs) < 2:
         return None
@@ -294,14 +296,14 @@ def _across(
     sign_tests = []
     for variant in (v for v in variants if v != baseline):
         differences = np.concatenate(
-            [np.asarray(e.outcome(plan.primary).stats[variant].paired_diffs) for e in envs if e.outcome(plan.primary)]
+            [np.asarray(primary.stats[variant].paired_diffs) for e in envs if (primary := e.outcome(plan.primary))]
         )
         higher, lower = int(np.sum(differences > 0)), int(np.sum(differences < 0))
         p = scipy_stats.binomtest(higher, higher + lower, 0.5).pvalue if higher + lower else math.nan
         verdicts = {
-            e.env: (e.outcome(plan.primary).comparisons[variant].verdict, e.outcome(plan.primary).comparisons[variant].effect)
+            e.env: (primary.comparisons[variant].verdict, primary.comparisons[variant].effect)
             for e in envs
-            if e.outcome(plan.primary) and variant in e.outcome(plan.primary).comparisons
+            if (primary := e.outcome(plan.primary)) and variant in primary.comparisons
         }
         signs = {np.sign(effect) for verdict, effect in verdicts.values() if verdict == DIFFERS}
         sign_tests.append(
@@ -328,7 +330,11 @@ def _across(
         for method in methods:
             matrices, bounds, how = _normalized_primary(data, envs, variants, seeds, plan, method)
             stats = outcome_statistics(matrices, baseline, reps=reps, seed=seed, seeds=dict.fromkeys(matrices, seeds))
-            margins = [e.outcome(plan.primary).margin / ((bounds[e.env][1] - bounds[e.env][0]) or 1.0) for e in envs]
+            margins = [
+                primary.margin / ((bounds[e.env][1] - bounds[e.env][0]) or 1.0)
+                for e in envs
+                if (primary := e.outcome(plan.primary))
+            ]
             margin = float(np.mean(margins))
             comparisons = compare_family(paired_differences(stats, baseline), plan.alpha, margin, plan.power, MIN_RUNS)
             aggregates.append(Aggregate(method, how, stats, comparisons, margin, matrices))
@@ -357,8 +363,6 @@ def build_model(
     envs = [_env_result(data, env, baseline, plan, reps, seed) for env in data.envs if data.runs.get(env)]
     covered = [e for e in envs if all(v in data.runs[e.env] for v in variants)]
     changes = plan.differences(declared or AnalysisPlan())
-    from sb3_ablation.study.factorial import factorial_sections
-
     return ReportModel(
         plan,
         declared,
@@ -369,7 +373,6 @@ def build_model(
         seed,
         envs,
         _across(data, covered, baseline, plan, reps, seed),
-        sections=factorial_sections(data, envs, plan),
     )
 
 
@@ -452,7 +455,9 @@ def summary_per_task(model: ReportModel) -> list[str]:
                 "equivalent: " + (", ".join(c.name for c in equivalent) if equivalent else "none"),
             ]
             rest = len(result.comparisons) - len(differs) - len(equivalent)
-            lines.append(f"  - {result.outcome.name.capitalize()}: {'; '.join(parts)}; unresolved: {rest}.")
+            lines.append(
+                f"  - {result.outcome.name.capitalize()}: {'; '.join(parts)}; {_plural(rest, 'comparison')} unresolved."
+            )
         lines.append("")
     return lines
 
@@ -499,7 +504,7 @@ def summary_across_tasks(model: ReportModel) -> list[str]:
 
 
 def primary_name(model: ReportModel) -> str:
-    names = [e.outcome(model.plan.primary).outcome.name for e in model.envs if e.outcome(model.plan.primary)]
+    names = [primary.outcome.name for e in model.envs if (primary := e.outcome(model.plan.primary))]
     return names[0] if names else model.plan.primary
 
 

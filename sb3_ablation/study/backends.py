@@ -1,5 +1,6 @@
-"""Where runs execute: worker processes on this machine, or Ray tasks on a cluster; both run the same
-:func:`~sb3_ablation.study.execute.execute_run` and hand each record to ``on_result`` as it arrives."""
+"""Where runs execute: worker processes on this machine, or Ray tasks on a cluster; both run an engine's units of work
+with its ``execute`` (:class:`~sb3_ablation.study.engines.Engine`) and hand each result to ``on_result`` as it
+arrives."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from sb3_ablation.study.config import StudyError
-from sb3_ablation.study.execute import execute_run
-from sb3_ablation.study.store import RUN_FILE_FORMAT
 
 
 def default_workers() -> int:
@@ -23,20 +22,6 @@ def default_workers() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-def failed_record(task: dict[str, Any], error: str) -> dict[str, Any]:
-    """The record of a run that never returned (its worker died)."""
-    fields = ("env", "variant", "seed", "algo", "switches", "hyperparams", "eval_freq", "eval_episodes")
-    return {
-        "format": RUN_FILE_FORMAT,
-        **{key: task[key] for key in fields},
-        "status": "failed",
-        "error": error,
-        "traceback": None,
-        "evaluations": {},
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    }
 
 
 def _watch_parent(parent_pid: int) -> None:
@@ -57,11 +42,11 @@ def _init_worker(parent_pid: int) -> None:
 
 
 def run_local(
-    tasks: list[dict],
+    tasks: list[Any],
     workers: int,
     on_result: Callable[[Any], None],
-    execute: Callable[[dict], Any] = execute_run,
-    failed: Callable[[dict, str], Any] = failed_record,
+    execute: Callable[[Any], Any],
+    failed: Callable[[Any, str], Any],
 ) -> None:
     """
     Run tasks in ``workers`` processes (``spawn`` start method: torch and ``fork`` do not mix well), one torch thread
@@ -77,7 +62,7 @@ def run_local(
     pending = deque(tasks)
     while pending:
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),))
-        in_flight: dict[Any, dict] = {}
+        in_flight: dict[Any, Any] = {}
         broken = False
         try:
             while (pending or in_flight) and not broken:
@@ -108,16 +93,16 @@ def run_local(
 
 
 def run_ray(
-    tasks: list[dict],
+    tasks: list[Any],
     workers: int | None,
     address: str | None,
     on_result: Callable[[Any], None],
-    execute: Callable[[dict], Any] = execute_run,
-    failed: Callable[[dict, str], Any] = failed_record,
+    execute: Callable[[Any], Any],
+    failed: Callable[[Any, str], Any],
 ) -> None:
     """
     Run tasks as Ray tasks (one CPU each) on the cluster at ``address``, or on a local Ray started here with
-    ``workers`` CPUs. The same ``execute`` as the local backend (:func:`execute_run` by default); records come back
+    ``workers`` CPUs. The same ``execute`` as the local backend; records come back
     to this driver, which writes them, so workers need no shared file system.
     """
     try:

@@ -22,13 +22,13 @@ import io
 import time
 import traceback
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
-from sb3_ablation.study.backends import failed_record
 from sb3_ablation.study.execute import (
     add_checkpointer,
     captured_warnings,
@@ -39,40 +39,54 @@ from sb3_ablation.study.execute import (
     new_record,
     try_resume,
 )
+from sb3_ablation.study.records import RunRecord, RunTask, failed_record
 from sb3_ablation.study.store import RunCheckpoints, save_final_model, write_run
+
+if TYPE_CHECKING:
+    from sb3_ablation.batched import BatchedTD3
 
 ENGINE = "batched"
 
 
-def make_groups(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+@dataclass
+class RunGroup:
+    """The runs of one (env, variant) that one process trains together: the batched engine's unit of work."""
+
+    env: str
+    variant: str
+    runs: list[RunTask]
+
+
+def make_groups(tasks: list[RunTask]) -> list[RunGroup]:
     """The tasks grouped by (env, variant), in order of first appearance: one group is one process's work."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[RunTask]] = defaultdict(list)
     for task in tasks:
-        groups[(task["env"], task["variant"])].append(task)
-    return [{"env": env, "variant": variant, "runs": runs} for (env, variant), runs in groups.items()]
+        groups[(task.env, task.variant)].append(task)
+    return [RunGroup(env, variant, runs) for (env, variant), runs in groups.items()]
 
 
-def group_checkpoints(tasks: list[dict[str, Any]]) -> RunCheckpoints | None:
+def group_checkpoints(tasks: list[RunTask]) -> RunCheckpoints | None:
     """
     The checkpoints of a group: ``seeds_<k>_<l>....checkpoint/`` next to its records (named by its seeds, so that a
     group of other seeds never resumes from them), or ``None`` when its runs have no record files.
     """
-    if not tasks[0].get("record"):
+    if not tasks[0].record:
         return None
-    seeds = "_".join(str(task["seed"]) for task in tasks)
-    return RunCheckpoints(Path(tasks[0]["record"]).with_name(f"seeds_{seeds}"))
+    seeds = "_".join(str(task.seed) for task in tasks)
+    return RunCheckpoints(Path(tasks[0].record).with_name(f"seeds_{seeds}"))
 
 
-def failed_group(group: dict[str, Any], error: str) -> list[dict[str, Any]]:
+def failed_group(group: RunGroup, error: str) -> list[dict[str, Any]]:
     """The records of a group that never returned (its worker died)."""
-    return [{**failed_record(task, error), "engine": ENGINE} for task in group["runs"]]
+    return [failed_record(task, error, engine=ENGINE) for task in group.runs]
 
 
 class AgentEvaluations(BaseCallback):
     """
     The per-run evaluation callbacks of a BatchedTD3's agents. Before each of their hooks, run k's model (``agents[k]``)
-    is brought to agent k's state: its step and update counts, the diagnostics of the last ``train()`` (in its logger),
-    and, when an evaluation is due, agent k's weights. A callback that raises marks its agent failed
+    is brought to agent k's state: its step and update counts, the diagnostics of the last ``train()``
+    (``training_diagnostics``, agent k's of the batched model's ``agent_diagnostics``), and, when an evaluation is due,
+    agent k's weights. A callback that raises marks its agent failed
     (``self.failures[k]``, the error and traceback) and is called no more; the other agents go on.
 
     :param agents: run k's AblatableTD3 model, one per agent (never trained itself)
@@ -85,37 +99,38 @@ class AgentEvaluations(BaseCallback):
         self.evaluators = evaluators
         self.failures: list[tuple[str, str] | None] = [None] * len(agents)
         for agent in agents:
+            # a callback takes its model's logger at init (the agents are never trained: nothing is logged there)
             agent.set_logger(Logger(folder=None, output_formats=[]))
 
     def state(self) -> dict[str, Any]:
-        """What a checkpoint of the group keeps of its agents' evaluations (restored by :meth:`set_state`)."""
-        return {
-            "evaluators": [evaluator.state() for evaluator in self.evaluators],
-            "failures": self.failures,
-            # the diagnostics an evaluator reads next are those its agent's logger holds (some are logged only by
-            # some train() calls, e.g. a Gaussian actor's std)
-            "logged": [dict(agent.logger.name_to_value) for agent in self.agents],
-        }
+        """
+        What a checkpoint of the group keeps of its agents' evaluations (restored by :meth:`set_state`). The
+        diagnostics of the last ``train()`` are not kept: each evaluator has read them before the checkpoint.
+        """
+        return {"evaluators": [evaluator.state() for evaluator in self.evaluators], "failures": self.failures}
 
     def set_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state` (a checkpoint's ``"logged"``, the agents' logged values, is not needed: ignored)."""
         for evaluator, evaluator_state in zip(self.evaluators, state["evaluators"], strict=True):
             evaluator.set_state(evaluator_state)
         self.failures = state["failures"]
-        for agent, logged in zip(self.agents, state["logged"], strict=True):
-            agent.logger.name_to_value.update(logged)
 
     def _init_callback(self) -> None:
         for agent, evaluator in zip(self.agents, self.evaluators, strict=True):
             evaluator.init_callback(agent)
 
+    @property
+    def batched(self) -> BatchedTD3:
+        """The model this callback runs on: the group's BatchedTD3."""
+        return cast("BatchedTD3", self.model)
+
     def _sync(self, evaluating: bool) -> None:
-        batched = self.model
+        batched = self.batched
         for index, agent in enumerate(self.agents):
             if evaluating:
                 batched.copy_agent_to(index, agent)
             agent.num_timesteps, agent._n_updates = batched.agent_timesteps, batched._n_updates
-            for key, value in batched.agent_diagnostics[index].items():
-                agent.logger.record(f"train/{key}", value)
+            agent.training_diagnostics = batched.agent_diagnostics[index]
 
     def _each(self, hook: str, *args: Any) -> None:
         for index, evaluator in enumerate(self.evaluators):
@@ -134,7 +149,7 @@ class AgentEvaluations(BaseCallback):
         self._each("on_rollout_start")
 
     def _on_step(self) -> bool:
-        steps = self.model.agent_timesteps
+        steps = self.batched.agent_timesteps
         self._sync(evaluating=any(steps >= evaluator.next_eval for evaluator in self.evaluators))
         self._each("on_step")
         return True
@@ -144,7 +159,7 @@ class AgentEvaluations(BaseCallback):
         self._each("on_training_end")
 
 
-def execute_group(group: dict[str, Any]) -> list[dict[str, Any]]:
+def execute_group(group: RunGroup) -> list[dict[str, Any]]:
     """
     Train and evaluate the runs of one (env, variant) together, resuming from the group's last checkpoint if there is
     one; write each run's record (and final model) as the process engine does, and remove the checkpoints once the
@@ -152,14 +167,14 @@ def execute_group(group: dict[str, Any]) -> list[dict[str, Any]]:
     whole keeps its checkpoints, so that a retry resumes).
 
     :param group: see :func:`make_groups` (each run a task of :func:`sb3_ablation.study.config.make_tasks`)
-    :return: the run records, in the group's order
+    :return: the run records as written, in the group's order
     """
     import torch as th
 
     th.set_num_threads(1)  # one thread per group: parallel groups on separate cores
     started = time.time()
-    tasks = group["runs"]
-    records = [{**new_record(task), "engine": ENGINE, "group_size": len(tasks)} for task in tasks]
+    tasks = group.runs
+    records = [new_record(task, engine=ENGINE, group_size=len(tasks)) for task in tasks]
     checkpoints = group_checkpoints(tasks)
     run_warnings: dict[str, None] = {}
     evaluations: AgentEvaluations | None = None
@@ -171,7 +186,7 @@ def execute_group(group: dict[str, Any]) -> list[dict[str, Any]]:
             if state is not None:
                 resumed_wall_time_s = state["wall_time_s"]
             batched.learn(
-                records[0]["n_timesteps"] - batched.agent_timesteps,
+                records[0].n_timesteps - batched.agent_timesteps,
                 callback=callbacks,
                 reset_num_timesteps=batched.num_timesteps == 0,
                 **learn_kwargs,
@@ -183,19 +198,20 @@ def execute_group(group: dict[str, Any]) -> list[dict[str, Any]]:
     finished = []
     for index, (task, record) in enumerate(zip(tasks, records, strict=True)):
         failure = group_error or (evaluations.failures[index] if evaluations is not None else None)
-        if failure is None:
+        if failure is None and evaluations is not None:  # (evaluations is None only after a group error)
             try:
-                record.update(save_final_model(evaluations.agents[index], task["record"]) if task.get("record") else {})
-                record["status"] = "ok"
+                if task.record:
+                    save_final_model(evaluations.agents[index], record, task.record)
+                record.status = "ok"
             except Exception as error:
                 failure = (f"{type(error).__name__}: {error}", traceback.format_exc())
         if failure is not None:
-            record["error"], record["traceback"] = failure
+            record.error, record.traceback = failure
         evaluator = evaluations.evaluators[index] if evaluations is not None else None
-        record = finish_record(record, evaluator, run_warnings, wall_time_s)
-        if task.get("record"):
-            write_run(Path(task["record"]), record)
-        finished.append(record)
+        written = finish_record(record, evaluator, run_warnings, wall_time_s)
+        if task.record:
+            write_run(Path(task.record), written)
+        finished.append(written)
     if checkpoints is not None and group_error is None:
         checkpoints.remove()
     return finished
@@ -208,8 +224,8 @@ def _close_group(batched: Any, evaluations: AgentEvaluations) -> None:
 
 
 def _build_group(
-    tasks: list[dict[str, Any]],
-    records: list[dict[str, Any]],
+    tasks: list[RunTask],
+    records: list[RunRecord],
     checkpoints: RunCheckpoints | None,
     run_warnings: dict[str, None],
 ) -> tuple[Any, AgentEvaluations, list[BaseCallback], dict[str, Any], dict[str, Any] | None]:
@@ -225,7 +241,7 @@ def _build_group(
     for attempt in (latest, None) if latest is not None else (None,):
         agents, managers, evaluators = [], [], []
         for task, record in zip(tasks, records, strict=True):
-            set_random_seed(task["seed"])  # as the process engine does before building run k
+            set_random_seed(task.seed)  # as the process engine does before building run k
             manager = make_manager(task)
             model, _ = manager.setup_experiment()
             if manager.callbacks or manager.normalize:
@@ -256,6 +272,6 @@ def _build_group(
         if state is None:
             continue
         for record in records:
-            record["resumed_from"] = batched.agent_timesteps
+            record.resumed_from = batched.agent_timesteps
         return batched, evaluations, callbacks, learn_kwargs, state
     raise AssertionError("unreachable")

@@ -18,7 +18,7 @@ EXIT_OK, EXIT_RUNS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 # The README's main job: every run of TD3 and its six leave-one-out variants on Pendulum-v1, two seeds, then the
 # report; about 6 minutes on 2 cores. rl-zoo's Pendulum hyperparameters except smaller networks, fewer steps and an
 # earlier start of learning (the zoo's 10k random steps would leave no training in 10k steps).
-DEMO = {
+DEMO: dict[str, Any] = {
     "envs": ["Pendulum-v1"],
     "variants": ["leave-one-out"],
     "seeds": 2,

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from sb3_ablation.study.records import RunTask
 from sb3_ablation.study.variants import Variant, resolve_variants
 
 BACKENDS = ("local", "ray")
@@ -169,10 +170,9 @@ def parse_seeds(seeds: int | str | list[int] | None) -> list[int]:
     """
     if seeds is None:
         raise StudyError("no seeds given; expected a count (e.g. 5 for seeds 0..4) or a list of seeds")
-    if isinstance(seeds, (int, str)):
-        seeds = [seeds]
     try:
-        values = [int(seed) for seed in seeds]
+        given: list[int | str] = [seeds] if isinstance(seeds, (int, str)) else [*seeds]
+        values = [int(seed) for seed in given]
     except (TypeError, ValueError):
         raise StudyError(f"seeds must be integers, got {seeds!r}") from None
     if any(value < 0 for value in values) or not values:
@@ -288,36 +288,27 @@ def resolve_hyperparams(config: StudyConfig, variants: list[Variant]) -> dict[st
     return resolved
 
 
-def make_tasks(config: StudyConfig, variants: list[Variant], resolved: dict[str, dict[str, dict]]) -> list[dict[str, Any]]:
+def make_tasks(config: StudyConfig, variants: list[Variant], resolved: dict[str, dict[str, dict]]) -> list[RunTask]:
     """One task per (env, variant, seed), seeds outermost so the first results cover every variant."""
     return [
-        {
-            "env": env_id,
-            "variant": variant.name,
-            "seed": seed,
-            "algo": variant.algo,
-            "switches": dict(variant.switches),
+        RunTask(
+            env=env_id,
+            variant=variant.name,
+            seed=seed,
+            algo=variant.algo,
+            switches=dict(variant.switches),
             # the switches are ordinary zoo hyperparameters of ablatable_td3
-            "hyperparams": {**resolved[env_id][variant.algo], **variant.switches},
-            "eval_freq": config.eval_freq,
-            "eval_episodes": config.eval_episodes,
-            "eval_max_episode_steps": config.eval_max_episode_steps,
-            "device": config.device,
-            "checkpoint_freq": config.checkpoint_freq,
-            "tensorboard_log": (
+            hyperparams={**resolved[env_id][variant.algo], **variant.switches},
+            eval_freq=config.eval_freq,
+            eval_episodes=config.eval_episodes,
+            eval_max_episode_steps=config.eval_max_episode_steps,
+            device=config.device,
+            checkpoint_freq=config.checkpoint_freq,
+            tensorboard_log=(
                 str(Path(config.tensorboard_log) / variant.name / f"seed_{seed}") if config.tensorboard_log else None
             ),
-        }
+        )
         for seed in config.seeds
         for env_id in config.envs
         for variant in variants
     ]
-
-
-def __getattr__(name: str) -> Any:
-    # the manifest moved to the store side (sb3_ablation.study.store); importable from here as before
-    if name in ("MANIFEST_NAME", "open_manifest", "read_manifest", "write_json_atomic"):
-        from sb3_ablation.study import store
-
-        return getattr(store, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

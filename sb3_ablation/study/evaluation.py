@@ -40,20 +40,19 @@ from __future__ import annotations
 
 import copy
 import math
-import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.policies import ContinuousCritic
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, is_vecenv_wrapped, sync_envs_normalization
 
-#: the ``train/<key>`` values that DDPG.train / AblatableTD3.train log and a run records (contracts: diagnostics)
-DIAGNOSTIC_KEY = re.compile(r"^train/(q\d+_mean|twin_q_gap|target_q_mean|td_error|actor_std)$")
 #: the evaluation seeds are drawn from this entropy, the run's seed and the evaluation's index
 EVAL_SEED_ENTROPY = 10_000
 #: the return past the time limit neglects at most this fraction of the value at its last state (``gamma^k``)
@@ -146,7 +145,7 @@ class ReturnPastTimeLimit(gym.Wrapper):
         super().__init__(env)
         self.score_time_limit = time_limit
         self.steps = 0
-        self.generator_at_limit: dict[str, Any] | None = None
+        self.generator_at_limit: Mapping[str, Any] | None = None
         self.monitor = _find_monitor(env)
 
     def step(self, action: Any) -> Any:
@@ -184,6 +183,21 @@ class _Episode:
     score: float | None = None
     terminated: bool = False
 
+    @property
+    def final_score(self) -> float:
+        """The score of the episode once it has ended."""
+        if self.score is None:
+            raise ValueError("the episode has no score before it ends")
+        return self.score
+
+
+class ActorCriticModel(Protocol):
+    """What the evaluation reads of a model besides SB3's BaseAlgorithm: TD3's actor, critic and discount."""
+
+    gamma: float
+    actor: th.nn.Module
+    critic: ContinuousCritic
+
 
 class OverestimationEvalCallback(BaseCallback):
     """
@@ -199,8 +213,10 @@ class OverestimationEvalCallback(BaseCallback):
     episodes in every run with that seed, and its result does not depend on earlier evaluations (a resumed run
     evaluates exactly like an uninterrupted one).
 
-    Between evaluations it collects the training diagnostics that ``train()`` logs (``train/q1_mean``, ...; see
-    :data:`DIAGNOSTIC_KEY`): their mean over the ``train()`` calls since the previous evaluation.
+    Between evaluations it collects the training diagnostics of each ``train()`` call (the model's
+    ``training_diagnostics``: ``q1_mean``, ...; see :mod:`sb3_ablation.common.training_stats`): per diagnostic, its mean
+    over the ``train()`` calls since the previous evaluation that computed it (e.g. a Gaussian actor's ``actor_std``
+    comes from the calls that updated the actor).
 
     ``self.history``: one list per key of the module docstring (``episode_returns`` per evaluation in seed order:
     env 0's episodes, then env 1's, ...); ``self.value_episodes``: the episode summaries; ``self.diagnostics``:
@@ -248,7 +264,7 @@ class OverestimationEvalCallback(BaseCallback):
         self.diagnostics: dict[str, list] = {"timesteps": []}
         #: per evaluation, the summary of each episode (kept beside ``history``, whose values are numbers)
         self.value_episodes: list[list[dict[str, Any]]] = []
-        # train/<key> values logged since the last evaluation, one per train() call
+        # diagnostics of the train() calls since the last evaluation, one value per call that computed it
         self._window: dict[str, list[float]] = {}
         self._seen_updates: int | None = None
 
@@ -267,8 +283,9 @@ class OverestimationEvalCallback(BaseCallback):
         """
         if set(state.get("history", {})) != set(self.history) or "value_episodes" not in state:
             raise ValueError("the checkpoint's evaluations are of another record format")
-        for key, value in state.items():
-            setattr(self, key, value)
+        self.next_eval, self.eval_time_s = state["next_eval"], state["eval_time_s"]
+        self.history, self.value_episodes, self.diagnostics = state["history"], state["value_episodes"], state["diagnostics"]
+        self._window, self._seen_updates = state["_window"], state["_seen_updates"]
 
     # -- callback hooks -----------------------------------------------------------------------------------------------
 
@@ -276,7 +293,7 @@ class OverestimationEvalCallback(BaseCallback):
         self._maybe_evaluate()
 
     def _on_rollout_start(self) -> None:
-        # right after train(): read its values before anything else (a checkpoint, a new logger) can intervene
+        # right after train(): its values are in the window before a checkpoint is taken
         self.collect_diagnostics()
 
     def _on_step(self) -> bool:
@@ -296,15 +313,16 @@ class OverestimationEvalCallback(BaseCallback):
                 self.next_eval += self.eval_freq
 
     def collect_diagnostics(self) -> None:
-        """Read the values the last ``train()`` call logged, once per call (``_n_updates`` tells a new call)."""
+        """
+        Read the diagnostics of the last ``train()`` call, once per call (``_n_updates`` tells a new call); a model
+        without ``training_diagnostics`` (e.g. SB3's own TD3) records none.
+        """
         n_updates = getattr(self.model, "_n_updates", 0)
         if n_updates == self._seen_updates:
             return
         self._seen_updates = n_updates
-        for key, value in self.model.logger.name_to_value.items():
-            match = DIAGNOSTIC_KEY.match(key)
-            if match:
-                self._window.setdefault(match.group(1), []).append(float(value))
+        for key, value in getattr(self.model, "training_diagnostics", {}).items():
+            self._window.setdefault(key, []).append(float(value))
 
     def _close_diagnostics_window(self) -> None:
         n_before = len(self.diagnostics["timesteps"])
@@ -319,6 +337,11 @@ class OverestimationEvalCallback(BaseCallback):
 
     # -- one evaluation -----------------------------------------------------------------------------------------------
 
+    @property
+    def actor_critic(self) -> ActorCriticModel:
+        """The model evaluated, as the actor-critic model (a TD3 or DDPG) it is."""
+        return cast(ActorCriticModel, self.model)
+
     def evaluate(self) -> dict[str, Any]:
         """Run one evaluation now and append it to the history."""
         started = time.perf_counter()
@@ -328,7 +351,7 @@ class OverestimationEvalCallback(BaseCallback):
             sync_envs_normalization(self.training_env, self.eval_env)
 
         episodes = self._run_episodes(evaluation_seed(self.seed, len(self.history["timesteps"])))
-        episode_returns = [episode.score for episode in episodes]
+        episode_returns = [episode.final_score for episode in episodes]
         mean_return = float(np.mean(episode_returns))
         q_values = self._critic_1(
             [obs for episode in episodes for obs in episode.observations],
@@ -336,7 +359,8 @@ class OverestimationEvalCallback(BaseCallback):
         )
         self._check_finite(mean_return, q_values)
 
-        gamma, tail = model.gamma, tail_steps(model.gamma)
+        gamma = self.actor_critic.gamma
+        tail = tail_steps(gamma)
         cut_returns, value_episodes, start = [], [], 0
         for episode in episodes:
             n_cut = len(episode.observations)  # the scored steps t < T
@@ -394,7 +418,12 @@ class OverestimationEvalCallback(BaseCallback):
         states = None
         episode_starts = np.ones(n_envs, dtype=bool)
         while any(len(finished[i]) < targets[i] for i in range(n_envs)):
-            actions, states = self.model.predict(observations, state=states, episode_start=episode_starts, deterministic=True)
+            actions, states = self.model.predict(
+                observations,  # type: ignore[arg-type]  # VecEnvObs admits tuples; these envs give arrays or dicts
+                state=states,
+                episode_start=episode_starts,
+                deterministic=True,
+            )
             new_observations, rewards, dones, infos = env.step(actions)
             for i in range(n_envs):
                 if len(finished[i]) >= targets[i]:
@@ -440,14 +469,15 @@ class OverestimationEvalCallback(BaseCallback):
         with th.no_grad():
             obs_tensor, _ = policy.obs_to_tensor(obs_batch)
             action_tensor = th.as_tensor(scaled_actions, dtype=th.float32, device=policy.device)
-            q_values = self.model.critic.q1_forward(obs_tensor, action_tensor)
+            # (SB3 types the observations as a tensor; the critic's features extractor takes dict observations too)
+            q_values = self.actor_critic.critic.q1_forward(obs_tensor, action_tensor)  # type: ignore[arg-type]
         return q_values.cpu().numpy().reshape(-1).astype(np.float64)
 
     def _check_finite(self, mean_return: float, q_values: np.ndarray) -> None:
         step = self.num_timesteps
         if not np.isfinite(mean_return):
             raise TrainingDivergedError(f"evaluation return is {mean_return} at step {step} (the env gave non-finite rewards)")
-        for name, module in (("actor", self.model.actor), ("critic", self.model.critic)):
+        for name, module in (("actor", self.actor_critic.actor), ("critic", self.actor_critic.critic)):
             for parameter in module.parameters():
                 if not th.isfinite(parameter).all():
                     raise TrainingDivergedError(f"{name} weights became NaN/inf by step {step} (a NaN or infinite loss)")

@@ -36,10 +36,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
-from sb3_ablation.study.store import RUN_FILE_FORMAT, RunCheckpoints, finite_or_none, save_final_model, write_run
+from sb3_ablation.study.records import RunRecord, RunTask, timestamp
+from sb3_ablation.study.store import RunCheckpoints, finite_or_none, save_final_model, write_run
 
 #: most envs one evaluation runs side by side (its episodes are split evenly over them)
 MAX_EVAL_ENVS = 16
@@ -77,56 +79,65 @@ def _zoo_manager_class() -> type:
 
         #: T of the evaluation episodes' score (:class:`~sb3_ablation.study.evaluation.ReturnPastTimeLimit`)
         eval_time_limit: int | None = None
+        #: the training envs are wrapped last in :class:`EpisodeRecorder` (the run takes checkpoints)
+        record_episodes: bool = False
 
         def create_envs(self, n_envs: int, eval_env: bool = False, no_log: bool = False) -> Any:
-            if not eval_env or self.eval_time_limit is None:
+            outer: Callable[..., gym.Env]
+            if eval_env and self.eval_time_limit is not None:
+                outer = functools.partial(_wrap_evaluation_env, time_limit=self.eval_time_limit)
+            elif not eval_env and self.record_episodes:
+                outer = record_episodes
+            else:
                 return super().create_envs(n_envs, eval_env=eval_env, no_log=True)  # no Monitor CSV files
-            # rl_zoo3 wraps each env it makes in self.env_wrapper (outside Monitor): for the evaluation env that
-            # wrapper is the zoo's one inside ReturnPastTimeLimit
+            # rl_zoo3 takes each env's wrapper from self.env_wrapper only (and puts it outside Monitor): for these envs
+            # the zoo's own wrapper goes inside ours, for this call
             zoo_wrapper = self.env_wrapper
-            self.env_wrapper = functools.partial(_wrap_evaluation_env, inner=zoo_wrapper, time_limit=self.eval_time_limit)
+            self.env_wrapper = functools.partial(outer, inner=zoo_wrapper)
             try:
-                return super().create_envs(n_envs, eval_env=True, no_log=True)
+                return super().create_envs(n_envs, eval_env=eval_env, no_log=True)
             finally:
                 self.env_wrapper = zoo_wrapper
 
     return StudyRunManager
 
 
-def _wrap_evaluation_env(env: Any, inner: Any, time_limit: int) -> Any:
+def _wrap_evaluation_env(env: gym.Env, inner: Callable[[gym.Env], gym.Env] | None, time_limit: int) -> gym.Env:
     from sb3_ablation.study.evaluation import ReturnPastTimeLimit
 
     return ReturnPastTimeLimit(inner(env) if inner is not None else env, time_limit)
 
 
-def make_manager(task: dict[str, Any], trained_agent: str = "") -> Any:
+def make_manager(task: RunTask, trained_agent: str = "") -> Any:
     """
     The rl_zoo3 experiment of one run, as ``sb3-ablation train --algo <algo> --env <env> --seed <seed>
     --hyperparams <the study's resolved hyperparameters> --eval-freq -1`` sets it up.
 
-    :param task: see :func:`sb3_ablation.study.runner.make_tasks`
+    :param task: see :func:`sb3_ablation.study.config.make_tasks`
     :param trained_agent: a checkpoint's ``model.zip`` to continue from (rl_zoo3's ``--trained-agent``)
     """
     from sb3_ablation.zoo.registry import register
 
     register()
-    module, _, env_name = task["env"].rpartition(":")
+    module, _, env_name = task.env.rpartition(":")
     if module:
         importlib.import_module(module)
-    return _zoo_manager_class()(
+    manager = _zoo_manager_class()(
         argparse.Namespace(),
-        task["algo"],
+        task.algo,
         env_name,
         log_folder=os.devnull,
-        hyperparams=copy.deepcopy(task["hyperparams"]),
+        hyperparams=copy.deepcopy(task.hyperparams),
         trained_agent=trained_agent,
         eval_freq=-1,
-        seed=task["seed"],
+        seed=task.seed,
         log_interval=-1,
         verbose=0,
-        device=task["device"],
-        tensorboard_log=task.get("tensorboard_log") or "",
+        device=task.device,
+        tensorboard_log=task.tensorboard_log or "",
     )
+    manager.record_episodes = bool(task.record and task.checkpoint_freq)
+    return manager
 
 
 @contextlib.contextmanager
@@ -144,14 +155,64 @@ def captured_warnings(into: dict[str, None]) -> Iterator[None]:
         yield
 
 
+class EpisodeRecorder(gym.Wrapper):
+    """
+    The outermost wrapper of a training env whose run takes checkpoints: it notes what brings the env back to where it
+    is (``self.episode``): its random generator's state before its last reset and that reset's arguments, the actions
+    it has been stepped with since, and the observation it returned last (to check a replay). What the env does is
+    unchanged.
+    """
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        #: ``generator``, ``reset_kwargs``, ``actions`` and ``last_obs`` of the episode so far
+        self.episode: dict[str, Any] = {}
+
+    def reset(self, **kwargs: Any) -> Any:
+        generator = copy.deepcopy(self.env.unwrapped.np_random.bit_generator.state)
+        obs, info = self.env.reset(**kwargs)
+        # the observation is copied only when a checkpoint is taken
+        self.episode = {"generator": generator, "reset_kwargs": copy.deepcopy(kwargs), "actions": [], "last_obs": obs}
+        return obs, info
+
+    def step(self, action: Any) -> Any:
+        self.episode["actions"].append(copy.deepcopy(action))
+        result = self.env.step(action)
+        self.episode["last_obs"] = result[0]
+        return result
+
+    def replay(self, episode: dict[str, Any]) -> Any:
+        """Reset from ``episode``'s generator state and arguments, step through its actions; return the last obs."""
+        self.env.unwrapped.np_random.bit_generator.state = episode["generator"]
+        obs, _ = self.reset(**episode["reset_kwargs"])
+        for action in episode["actions"]:
+            obs = self.step(action)[0]
+        return obs
+
+
+def record_episodes(env: gym.Env, inner: Callable[[gym.Env], gym.Env] | None = None) -> EpisodeRecorder:
+    """rl_zoo3's ``env_wrapper`` of a training env that checkpoints: the zoo's own wrapper (``inner``), then ours."""
+    return EpisodeRecorder(inner(env) if inner is not None else env)
+
+
+#: the state each VecEnv wrapper carries from one step to the next, saved with a checkpoint (a wrapper not listed
+#: here has state the checkpoint would miss: its run takes no checkpoints)
+VEC_WRAPPER_STATE: dict[str, tuple[str, ...]] = {
+    "VecNormalize": ("obs_rms", "ret_rms", "returns", "old_obs", "old_reward"),
+    "VecFrameStack": ("stacked_obs",),
+    "VecTransposeImage": (),
+    "VecMonitor": ("episode_returns", "episode_lengths", "episode_count"),
+}
+
+
 class EpisodeReplay:
     """
-    What brings each training env of a DummyVecEnv back to where it is: its random generator's state and the arguments
-    of its last reset, the actions it has been stepped with since, and the observation it returned last (to check the
-    replay). The envs' ``reset`` and ``step`` are wrapped to note these; what they do is unchanged.
+    The training envs of a DummyVecEnv, each wrapped last in :class:`EpisodeRecorder`, and its VecEnv wrappers: their
+    state for a checkpoint (:attr:`episodes`, :meth:`vec_wrapper_states`), and what brings fresh ones back to it.
 
-    :param venv: the training VecEnv (any VecEnv wrappers around a DummyVecEnv)
-    :raise TypeError: the VecEnv is not a DummyVecEnv (its envs live in other processes)
+    :param venv: the training VecEnv (VecEnv wrappers listed in :data:`VEC_WRAPPER_STATE` around a DummyVecEnv)
+    :raise TypeError: the VecEnv is not a DummyVecEnv (its envs live in other processes), an env is not wrapped in
+        :class:`EpisodeRecorder`, or a VecEnv wrapper's state is unknown
     """
 
     def __init__(self, venv: Any):
@@ -160,32 +221,24 @@ class EpisodeReplay:
         self.base = venv.unwrapped
         if not isinstance(self.base, DummyVecEnv):
             raise TypeError(f"checkpoints need a DummyVecEnv (vec_env_class: dummy), not {type(self.base).__name__}")
-        self.episodes: list[dict[str, Any]] = [{} for _ in self.base.envs]
-        for env, episode in zip(self.base.envs, self.episodes, strict=True):
-            env.reset = self._noting_reset(env, env.reset, episode)
-            env.step = self._noting_step(env.step, episode)
+        self.recorders = [env for env in self.base.envs if isinstance(env, EpisodeRecorder)]
+        if len(self.recorders) != len(self.base.envs):
+            raise TypeError("checkpoints need each training env wrapped last in EpisodeRecorder")
+        self.wrappers = _vec_wrappers(venv)
+        unknown = [type(wrapper).__name__ for wrapper in self.wrappers if type(wrapper).__name__ not in VEC_WRAPPER_STATE]
+        if unknown:
+            raise TypeError(f"the state of VecEnv wrapper {unknown[0]} is unknown to the checkpoints")
 
-    @staticmethod
-    def _noting_reset(env: Any, reset: Any, episode: dict[str, Any]) -> Any:
-        def noting_reset(*args: Any, **kwargs: Any) -> Any:
-            episode["generator"] = copy.deepcopy(env.unwrapped.np_random.bit_generator.state)
-            episode["reset_kwargs"] = copy.deepcopy(kwargs)
-            episode["actions"] = []
-            obs, info = reset(*args, **kwargs)
-            episode["last_obs"] = obs  # copied only when a checkpoint is taken
-            return obs, info
+    @property
+    def episodes(self) -> list[dict[str, Any]]:
+        """Each env's episode so far (not copied: the checkpoint copies its whole state once)."""
+        return [recorder.episode for recorder in self.recorders]
 
-        return noting_reset
-
-    @staticmethod
-    def _noting_step(step: Any, episode: dict[str, Any]) -> Any:
-        def noting_step(action: Any) -> Any:
-            episode["actions"].append(copy.deepcopy(action))
-            result = step(action)
-            episode["last_obs"] = result[0]
-            return result
-
-        return noting_step
+    def vec_wrapper_states(self) -> list[dict[str, Any]]:
+        """Each VecEnv wrapper's state (:data:`VEC_WRAPPER_STATE`), outermost first; not copied either."""
+        return [
+            {name: getattr(wrapper, name) for name in VEC_WRAPPER_STATE[type(wrapper).__name__]} for wrapper in self.wrappers
+        ]
 
     def replay(self, episodes: list[dict[str, Any]]) -> None:
         """
@@ -194,14 +247,19 @@ class EpisodeReplay:
 
         :raise RuntimeError: an env does not come back to the saved observation
         """
-        for index, (env, episode) in enumerate(zip(self.base.envs, episodes, strict=True)):
-            env.unwrapped.np_random.bit_generator.state = episode["generator"]
-            obs, _ = env.reset(**episode["reset_kwargs"])
-            for action in episode["actions"]:
-                obs = env.step(action)[0]
-            if not _same_obs(obs, episode["last_obs"]):
+        for index, (recorder, episode) in enumerate(zip(self.recorders, episodes, strict=True)):
+            if not _same_obs(recorder.replay(episode), episode["last_obs"]):
                 raise RuntimeError(f"training env {index} did not come back to the checkpoint's observation")
         self.base._reset_seeds()  # the load seeded the VecEnv's next reset; the uninterrupted run had none pending
+
+    def set_vec_wrapper_states(self, states: list[dict[str, Any]]) -> None:
+        """
+        Restore :meth:`vec_wrapper_states` (a checkpoint may hold more of a wrapper's attributes: only its state is
+        taken).
+        """
+        for wrapper, state in zip(self.wrappers, states, strict=True):
+            for name in VEC_WRAPPER_STATE[type(wrapper).__name__]:
+                setattr(wrapper, name, state[name])
 
 
 def _same_obs(a: Any, b: Any) -> bool:
@@ -219,15 +277,6 @@ def _vec_wrappers(venv: Any) -> list[Any]:
         wrappers.append(venv)
         venv = venv.venv
     return wrappers
-
-
-def _vec_wrapper_states(venv: Any) -> list[dict[str, Any]]:
-    """
-    Each VecEnv wrapper's own attributes (e.g. VecNormalize's running return, VecFrameStack's stack), not copied: the
-    checkpoint copies its whole state once.
-    """
-    structure = ("venv", "class_attributes")  # what every VecEnvWrapper gets at construction (and cannot be copied)
-    return [{k: v for k, v in vars(w).items() if k not in structure} for w in _vec_wrappers(venv)]
 
 
 def _rng_states(model: Any) -> dict[str, Any]:
@@ -324,7 +373,7 @@ class RunCheckpointCallback(BaseCallback):
             "last_obs": self.model._last_obs,
             "last_original_obs": self.model._last_original_obs,
             "episodes": self.episodes.episodes,
-            "vec_wrappers": _vec_wrapper_states(self.model.get_env()),
+            "vec_wrappers": self.episodes.vec_wrapper_states(),
             # Ornstein-Uhlenbeck noise carries its last value; the zoo's continuation builds a fresh one
             "action_noise": self.model.action_noise,
             "wall_time_s": self.wall_time_before + time.time() - self.started,
@@ -338,7 +387,7 @@ class RunCheckpointCallback(BaseCallback):
 
 def add_checkpointer(
     model: Any,
-    task: dict[str, Any],
+    task: RunTask,
     checkpoints: RunCheckpoints | None,
     env_name: str,
     evaluator: Any,
@@ -349,14 +398,14 @@ def add_checkpointer(
     ``(None, None)`` when it takes no checkpoints (no checkpoint folder, ``checkpoint_freq`` 0, or no DummyVecEnv:
     then a warning says so).
     """
-    if checkpoints is None or not task.get("checkpoint_freq"):
+    if checkpoints is None or not task.checkpoint_freq:
         return None, None
     try:
         episodes = EpisodeReplay(model.get_env())
     except TypeError as error:
         warnings.warn(f"no checkpoints in this run: {error}")
         return None, None
-    checkpointer = RunCheckpointCallback(checkpoints, task["checkpoint_freq"], env_name, evaluator, episodes, run_warnings)
+    checkpointer = RunCheckpointCallback(checkpoints, task.checkpoint_freq, env_name, evaluator, episodes, run_warnings)
     return checkpointer, episodes
 
 
@@ -400,22 +449,21 @@ def _resume(model: Any, state: dict[str, Any], episodes: EpisodeReplay) -> None:
     :raise RuntimeError: the envs do not come back to the checkpoint's observations (then the run starts over)
     """
     episodes.replay(state["episodes"])
-    for wrapper, attributes in zip(_vec_wrappers(model.get_env()), state["vec_wrappers"], strict=True):
-        vars(wrapper).update(attributes)
+    episodes.set_vec_wrapper_states(state["vec_wrappers"])
     model._last_obs = state["last_obs"]
     model._last_original_obs = state["last_original_obs"]
     _set_rng_states(model, state["rng"])
 
 
-def execute_run(task: dict[str, Any]) -> dict[str, Any]:
+def execute_run(task: RunTask) -> dict[str, Any]:
     """
     Train and evaluate one (env, variant, seed), resuming from its last checkpoint if there is one; keep the final
     model next to the record and remove the checkpoints once done. Never raises for a failing run: the record says
     ``"status": "failed"`` with the error and traceback, and keeps the evaluations made before the failure (and the
     checkpoints, so that a retry resumes).
 
-    :param task: see :func:`sb3_ablation.study.runner.make_tasks`
-    :return: the run record (JSON-ready), also written to ``task["record"]`` when that is set
+    :param task: see :func:`sb3_ablation.study.config.make_tasks`
+    :return: the run record as written (JSON-ready), also written to ``task.record`` when that is set
     """
     import torch as th
 
@@ -423,15 +471,16 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     th.set_num_threads(1)
     started = time.time()
     record = new_record(task)
-    record_path = Path(task["record"]) if task.get("record") else None
+    record_path = Path(task.record) if task.record else None
     checkpoints = RunCheckpoints(record_path) if record_path is not None else None
     run_warnings: dict[str, None] = {}
     evaluator = None
+    resumed_wall_time_s = 0.0  # of the runs this one resumes
     try:
         with captured_warnings(run_warnings), contextlib.redirect_stdout(io.StringIO()):
-            model, manager, evaluator, callbacks = _build_run(task, checkpoints, run_warnings, record)
+            model, manager, evaluator, callbacks, resumed_wall_time_s = _build_run(task, checkpoints, run_warnings, record)
             model.learn(
-                record["n_timesteps"] - model.num_timesteps,
+                record.n_timesteps - model.num_timesteps,
                 callback=callbacks,
                 reset_num_timesteps=model.num_timesteps == 0,
                 **manager_learn_kwargs(manager),
@@ -439,50 +488,39 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
             model.get_env().close()
             evaluator.eval_env.close()
             if record_path is not None:
-                record.update(save_final_model(model, record_path))
-        record["status"] = "ok"
+                save_final_model(model, record, record_path)
+        record.status = "ok"
     except Exception as error:  # a failing run is recorded, never stops the study
-        record["error"] = f"{type(error).__name__}: {error}"
-        record["traceback"] = traceback.format_exc()
-    wall_time_s = time.time() - started + record.pop("resumed_wall_time_s", 0.0)
-    record = finish_record(record, evaluator, run_warnings, wall_time_s)
+        record.error = f"{type(error).__name__}: {error}"
+        record.traceback = traceback.format_exc()
+    wall_time_s = time.time() - started + resumed_wall_time_s
+    written = finish_record(record, evaluator, run_warnings, wall_time_s)
     if record_path is not None:
-        write_run(record_path, record)
-        if record["status"] == "ok":
+        write_run(record_path, written)
+        if checkpoints is not None and record.status == "ok":
             checkpoints.remove()
-    return record
+    return written
 
 
-def finish_record(record: dict[str, Any], evaluator: Any, run_warnings: dict[str, None], wall_time_s: float) -> dict:
-    """The record with the run's evaluations, diagnostics, warnings and times, ready for JSON."""
+def finish_record(record: RunRecord, evaluator: Any, run_warnings: dict[str, None], wall_time_s: float) -> dict[str, Any]:
+    """The record with the run's evaluations, diagnostics, warnings and times, as written (ready for JSON)."""
     if evaluator is not None:
-        record["evaluations"] = evaluator.history
-        record["value_episodes"] = evaluator.value_episodes
-        record["diagnostics"] = evaluator.diagnostics
-        record["eval_time_s"] = evaluator.eval_time_s
-    else:
-        record["evaluations"] = {}
-    record["warnings"] = list(run_warnings)
-    record["wall_time_s"] = wall_time_s
-    record["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    return finite_or_none(record)
+        record.evaluations = evaluator.history
+        record.value_episodes = evaluator.value_episodes
+        record.diagnostics = evaluator.diagnostics
+        record.eval_time_s = evaluator.eval_time_s
+    record.warnings = list(run_warnings)
+    record.wall_time_s = wall_time_s
+    record.finished_at = timestamp()
+    return finite_or_none(record.to_json())
 
 
-def new_record(task: dict[str, Any]) -> dict[str, Any]:
+def new_record(task: RunTask, **entries: Any) -> RunRecord:
     """The record of a run before it has run: its settings, versions and host, ``"status": "failed"`` until done."""
-    return {
-        "format": RUN_FILE_FORMAT,
-        **{key: task[key] for key in ("env", "variant", "seed", "algo", "switches", "hyperparams", "eval_freq")},
-        "eval_episodes": task["eval_episodes"],
-        "versions": library_versions(),
-        "host": platform.node(),
-        "status": "failed",
-        "error": None,
-        "traceback": None,
-    }
+    return RunRecord.of(task, versions=library_versions(), host=platform.node(), **entries)
 
 
-def evaluation_time_limit(task: dict[str, Any], manager: Any) -> int | None:
+def evaluation_time_limit(task: RunTask, manager: Any) -> int | None:
     """
     ``T``, the step at which an evaluation episode's score ends: the study's ``eval_max_episode_steps``, else the
     env's own time limit (``max_episode_steps`` of its env_kwargs or of its registration; ``None`` if it has none).
@@ -490,13 +528,13 @@ def evaluation_time_limit(task: dict[str, Any], manager: Any) -> int | None:
     import gymnasium as gym
 
     return (
-        task.get("eval_max_episode_steps")
+        task.eval_max_episode_steps
         or manager.env_kwargs.get("max_episode_steps")
         or gym.spec(manager.env_name.gym_id).max_episode_steps
     )
 
 
-def make_evaluator(task: dict[str, Any], manager: Any, record: dict[str, Any], gamma: float) -> Any:
+def make_evaluator(task: RunTask, manager: Any, record: RunRecord, gamma: float) -> Any:
     """
     The run's evaluation callback, on an evaluation env as train's EvalCallback gets it (no reward normalization,
     frozen statistics), with the training env's env_kwargs; its episodes are scored over their first ``T`` steps
@@ -508,18 +546,18 @@ def make_evaluator(task: dict[str, Any], manager: Any, record: dict[str, Any], g
     """
     from sb3_ablation.study.evaluation import OverestimationEvalCallback, overestimation_method, tail_steps
 
-    record["n_timesteps"] = manager.n_timesteps
-    eval_freq = task["eval_freq"] or max(1, manager.n_timesteps // 20)
-    record["eval_freq"] = eval_freq
+    record.n_timesteps = manager.n_timesteps
+    eval_freq = task.eval_freq or max(1, manager.n_timesteps // 20)
+    record.eval_freq = eval_freq
     time_limit, tail = evaluation_time_limit(task, manager), tail_steps(gamma)
     manager.eval_env_kwargs = dict(manager.env_kwargs)
     if time_limit is not None:
         manager.eval_env_kwargs["max_episode_steps"] = time_limit + (tail or 0)
         manager.eval_time_limit = time_limit
-    record["overestimation_method"] = overestimation_method(gamma, time_limit)
-    n_eval_envs = task.get("eval_envs") or min(task["eval_episodes"], MAX_EVAL_ENVS)
+    record.overestimation_method = overestimation_method(gamma, time_limit)
+    n_eval_envs = task.eval_envs or min(task.eval_episodes, MAX_EVAL_ENVS)
     return OverestimationEvalCallback(
-        manager.create_envs(n_eval_envs, eval_env=True), eval_freq, task["eval_episodes"], seed=task["seed"]
+        manager.create_envs(n_eval_envs, eval_env=True), eval_freq, task.eval_episodes, seed=task.seed
     )
 
 
@@ -531,22 +569,25 @@ def manager_learn_kwargs(manager: Any) -> dict[str, Any]:
 
 
 def _build_run(
-    task: dict[str, Any], checkpoints: RunCheckpoints | None, run_warnings: dict[str, None], record: dict[str, Any]
-) -> tuple[Any, Any, Any, list[BaseCallback]]:
-    """The model (fresh or from the last checkpoint), its manager, the evaluation callback and all callbacks."""
+    task: RunTask, checkpoints: RunCheckpoints | None, run_warnings: dict[str, None], record: RunRecord
+) -> tuple[Any, Any, Any, list[BaseCallback], float]:
+    """
+    The model (fresh or from the last checkpoint), its manager, the evaluation callback, all callbacks, and the wall
+    time of the runs it resumes.
+    """
     from stable_baselines3.common.utils import set_random_seed
 
     latest = checkpoints.latest() if checkpoints is not None else None
     for attempt in (latest, None) if latest is not None else (None,):
         # as rl_zoo3's train does before building anything
-        set_random_seed(task["seed"])
+        set_random_seed(task.seed)
         manager = make_manager(task, trained_agent=str(attempt / "model.zip") if attempt is not None else "")
         model, _ = manager.setup_experiment()
         evaluator = make_evaluator(task, manager, record, model.gamma)
         checkpointer, episodes = add_checkpointer(model, task, checkpoints, str(manager.env_name), evaluator, run_warnings)
         callbacks = [*manager.callbacks, evaluator, *([checkpointer] if checkpointer is not None else [])]
         if attempt is None:
-            return model, manager, evaluator, callbacks
+            return model, manager, evaluator, callbacks, 0.0
 
         def close(model: Any = model, evaluator: Any = evaluator) -> None:
             model.get_env().close()
@@ -555,7 +596,6 @@ def _build_run(
         model, state = try_resume(attempt, model, checkpointer, episodes, close)
         if state is None:
             continue
-        record["resumed_wall_time_s"] = state["wall_time_s"]
-        record["resumed_from"] = int(model.num_timesteps)
-        return model, manager, evaluator, callbacks
+        record.resumed_from = int(model.num_timesteps)
+        return model, manager, evaluator, callbacks, state["wall_time_s"]
     raise AssertionError("unreachable")

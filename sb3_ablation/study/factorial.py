@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -31,11 +31,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sb3_ablation import SWITCHES
+from sb3_ablation.study.analysis import EnvResult, Section, comparison_json, outcome_values
 from sb3_ablation.study.inference import Comparison, compare_family
+from sb3_ablation.study.statistics import MIN_RUNS
 from sb3_ablation.study.store import safe_name
+from sb3_ablation.study.variants import parse_variant
 
 if TYPE_CHECKING:
-    from sb3_ablation.study.analysis import EnvResult, Section
     from sb3_ablation.study.plan import AnalysisPlan
     from sb3_ablation.study.results import StudyData
 
@@ -293,10 +295,6 @@ def factorial_sections(data: StudyData, envs: Sequence[EnvResult], plan: Analysi
     :param plan: the analysis plan (alpha, power, outcomes)
     :return: one section per env with a design
     """
-    from sb3_ablation.study.analysis import Section, comparison_json, outcome_values
-    from sb3_ablation.study.statistics import MIN_RUNS
-    from sb3_ablation.study.variants import parse_variant
-
     sections = []
     for env_result in envs:
         env = env_result.env
@@ -305,7 +303,7 @@ def factorial_sections(data: StudyData, envs: Sequence[EnvResult], plan: Analysi
         if design is None:
             continue
         lines = [EXPLANATION, ""]
-        figures = {}
+        figures: dict[str, Callable[[Path], None]] = {}
         json: dict[str, Any] = {"switches": list(design.switches), "outcomes": {}}
         for outcome in env_result.outcomes:
             key = outcome.outcome.key

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from sb3_ablation.common.io import write_json_atomic, write_text_atomic
+from sb3_ablation.common.training_stats import ACTOR_STD, TARGET_Q_MEAN, TD_ERROR, TWIN_Q_GAP, q_mean_key
 from sb3_ablation.study.analysis import (
     OLD_MEASURE,
     AcrossTasks,
@@ -40,6 +42,7 @@ from sb3_ablation.study.analysis import (
     summary_across_tasks,
     summary_per_task,
 )
+from sb3_ablation.study.factorial import factorial_sections
 from sb3_ablation.study.figures import (
     CurveEstimate,
     Panel,
@@ -62,22 +65,21 @@ from sb3_ablation.study.statistics import (
     min_permutation_p,
     normalize,
     normalized_scores,
-    outcome_statistics,
     performance_profile,
 )
 from sb3_ablation.study.store import safe_name
+from sb3_ablation.study.variants import baseline_name
 
-# the names this module had before the analysis was split, kept importable from here
-final_return_statistics = outcome_statistics
 __all__ = [
     "DEFAULT_REPS",
     "DEFAULT_SEED",
     "REFERENCE_SCORES",
-    "final_return_statistics",
     "findings_markdown",
     "findings_parts",
     "load_study",
     "normalized_scores",
+    "quote_findings",
+    "quoted_findings",
     "study_model",
     "write_report",
 ]
@@ -89,11 +91,11 @@ FINDINGS_START, FINDINGS_END = "<!-- generated:findings:start -->", "<!-- genera
 # what each diagnostic of a format-2 record is, for the panel titles (contracts: means over the training steps
 # between two evaluations)
 DIAGNOSTIC_LABELS = {
-    "q1_mean": ("mean Q1(s, a) on replay batches", "Q value"),
-    "twin_q_gap": ("twin-critic gap mean |Q1 - Q2|", "Q value"),
-    "target_q_mean": ("mean TD target y", "Q value"),
-    "td_error": ("TD error mean |Q1(s, a) - y|", "Q value"),
-    "actor_std": ("Gaussian actor: mean pre-tanh std", "standard deviation"),
+    q_mean_key(1): ("mean Q1(s, a) on replay batches", "Q value"),
+    TWIN_Q_GAP: ("twin-critic gap mean |Q1 - Q2|", "Q value"),
+    TARGET_Q_MEAN: ("mean TD target y", "Q value"),
+    TD_ERROR: ("TD error mean |Q1(s, a) - y|", "Q value"),
+    ACTOR_STD: ("Gaussian actor: mean pre-tanh std", "standard deviation"),
 }
 VERDICT_CELLS = {DIFFERS: "**differs** (paired t, Holm)", EQUIVALENT: "**equivalent** (TOST, Holm)"}
 
@@ -276,8 +278,8 @@ def _plan_section(model: ReportModel, data: StudyData) -> list[str]:
         )
     windows = ", ".join(f"{e.env} {_plural(len(e.window), 'evaluation')} ({e.window[0]:,}-{e.window[-1]:,} of "
                         f"{e.training_steps:,} steps)" for e in model.envs if e.window)  # fmt: skip
-    margins = "; ".join(f"{e.env} ±{_fmt(e.outcome(plan.primary).margin)} ({e.outcome(plan.primary).margin_how})"
-                        for e in model.envs if e.outcome(plan.primary))  # fmt: skip
+    margins = "; ".join(f"{e.env} ±{_fmt(result.margin)} ({result.margin_how})"
+                        for e in model.envs if (result := e.outcome(plan.primary)))  # fmt: skip
     names = {o.outcome.key: o.outcome for e in model.envs for o in e.outcomes}
     secondary = "; ".join(f"{names[k].name} ({names[k].definition})" for k in plan.secondary if k in names)
     primary = names.get(plan.primary)
@@ -311,6 +313,33 @@ def findings_parts(model: ReportModel) -> dict[str, str]:
     if across:
         parts["across-tasks"] = "\n".join(across).rstrip() + "\n"
     return parts
+
+
+def _quoted_findings_pattern(study: str, part: str) -> tuple[re.Pattern[str], str, str]:
+    """The pattern of a quoted findings block, and its start and end markers."""
+    start, end = f"<!-- generated:{study}:{part}:start -->\n", f"<!-- generated:{study}:{part}:end -->"
+    return re.compile(re.escape(start) + "(.*?)" + re.escape(end), flags=re.S), start, end
+
+
+def quoted_findings(text: str, study: str, part: str) -> str | None:
+    """What ``text`` (e.g. README) quotes of ``study``'s ``part`` findings (:func:`findings_parts`); None: no markers."""
+    match = _quoted_findings_pattern(study, part)[0].search(text)
+    return match.group(1) if match else None
+
+
+def quote_findings(text: str, study: str, parts: dict[str, str]) -> str:
+    """
+    ``text`` with the blocks between each part's markers replaced by that part of ``parts`` (:func:`findings_parts`).
+
+    :raise ValueError: ``text`` has no markers for a part
+    """
+    for part, findings in parts.items():
+        pattern, start, end = _quoted_findings_pattern(study, part)
+        if pattern.search(text) is None:
+            raise ValueError(f"no <!-- generated:{study}:{part}:start/end --> markers to quote the findings between")
+        # backslashes escaped: the findings are inserted as they are
+        text = pattern.sub((start + findings + end).replace("\\", "\\\\"), text)
+    return text
 
 
 def findings_markdown(model: ReportModel) -> str:
@@ -666,8 +695,10 @@ def study_model(
     declared = AnalysisPlan.from_dict(declared_dict) if declared_dict is not None else None
     plan = (declared or AnalysisPlan()).with_overrides(**plan_changes)
     variants = [v for v in data.variants if any(v in data.runs.get(env, {}) for env in data.envs)]
-    baseline = baseline or ("td3" if "td3" in data.variants else (variants[0] if variants else None))
-    return build_model(data, plan, declared, baseline, reps, seed), data
+    baseline = baseline or baseline_name(data.variants) or (variants[0] if variants else None)
+    model = build_model(data, plan, declared, baseline, reps, seed)
+    # the extra sections: a factorial analysis where the variants form a 2^k design
+    return dataclasses.replace(model, sections=factorial_sections(data, model.envs, plan)), data
 
 
 def write_report(

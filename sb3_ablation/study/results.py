@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from sb3_ablation.common.training_stats import ACTOR_STD, TARGET_Q_MEAN, TD_ERROR, TWIN_Q_GAP, q_mean_key
 from sb3_ablation.study.store import iter_runs, read_manifest, unreadable_runs
 
 # The training diagnostics of a format-2 record, in the order the report shows them (q2_mean is left out: the twin
 # gap |Q1 - Q2| says what a second critic adds)
-DIAGNOSTICS = ("q1_mean", "twin_q_gap", "target_q_mean", "td_error", "actor_std")
+DIAGNOSTICS = (q_mean_key(1), TWIN_Q_GAP, TARGET_Q_MEAN, TD_ERROR, ACTOR_STD)
 
 
 def _as_array(values: Sequence[Any]) -> np.ndarray:
@@ -53,10 +54,6 @@ class RunCurves:
     episode_returns: list[np.ndarray] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     value_episodes: list[Any] = field(default_factory=list)
-
-    @property
-    def final_return(self) -> float:
-        return self.final("mean_return")
 
     def final(self, metric: str) -> float:
         """The metric at the end of training (its last evaluation or diagnostics window); NaN when not recorded."""
@@ -188,18 +185,3 @@ def aligned_curves(runs: list[RunCurves], metric: str) -> tuple[np.ndarray, np.n
         position = {int(t): i for i, t in enumerate(timesteps)}
         rows.append([values[position[int(t)]] for t in grid])
     return grid, np.array(rows, dtype=np.float64).reshape(len(curves), len(grid))
-
-
-def paired_values(
-    data: StudyData, env: str, variant: str, baseline: str, metric: str = "mean_return"
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """
-    The end-of-training metric of a variant and of the baseline on the seeds both have: the pairs of a paired
-    comparison (the two runs of a seed share the seed, hence the evaluation episodes).
-
-    :return: ``(seeds, variant values, baseline values)``
-    """
-    seeds_x, x = data.final_values(env, variant, metric)
-    seeds_y, y = data.final_values(env, baseline, metric)
-    common = np.intersect1d(seeds_x, seeds_y)
-    return common, x[np.isin(seeds_x, common)], y[np.isin(seeds_y, common)]

@@ -16,26 +16,19 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from sb3_ablation.study.backends import default_workers, failed_record, run_local, run_ray
+from sb3_ablation.study.backends import default_workers, run_local, run_ray
 from sb3_ablation.study.config import StudyConfig, StudyError, check_envs, make_tasks, resolve_hyperparams
-from sb3_ablation.study.execute import execute_run, library_versions
+from sb3_ablation.study.engines import ENGINES
+from sb3_ablation.study.execute import library_versions
 from sb3_ablation.study.store import (
     RunCheckpoints,
-    iter_runs,
     open_manifest,
     read_run,
     run_path,
-    safe_name,
     study_lock,
     write_run,
 )
 from sb3_ablation.study.variants import Variant
-
-# importable from here as before the split into plan (config), execute (execute, backends) and store
-__all__ = [
-    "StudyResult", "default_workers", "execute_run", "failed_record", "iter_runs", "library_versions", "make_tasks",
-    "read_run", "resolve_hyperparams", "run_local", "run_path", "run_ray", "run_study", "safe_name",
-]  # fmt: skip
 
 
 @dataclass
@@ -119,11 +112,11 @@ def _run_locked(
     tasks = make_tasks(config, variants, resolved)
     for task in tasks:
         # the worker writes the record (and model, checkpoints) there; the driver writes it again on arrival
-        task["record"] = str(run_path(config.out, task["env"], task["variant"], task["seed"]).resolve())
+        task.record = str(run_path(config.out, task.env, task.variant, task.seed).resolve())
     result = StudyResult(out=str(config.out), total=len(tasks))
     pending = []
     for task in tasks:
-        path = run_path(config.out, task["env"], task["variant"], task["seed"])
+        path = run_path(config.out, task.env, task.variant, task.seed)
         previous = read_run(path)
         if previous is not None and previous.get("status") == "ok":
             result.skipped += 1
@@ -135,15 +128,10 @@ def _run_locked(
         log(result.summary())
         return result
 
-    checkpointed = sum(RunCheckpoints(task["record"]).latest() is not None for task in pending)
-    n_runs, groups, execution = len(pending), "", {}
-    if config.engine == "batched":
-        from sb3_ablation.study.batched import execute_group, failed_group, make_groups
-
-        pending = make_groups(pending)
-        execution = {"execute": execute_group, "failed": failed_group}
-        groups = f" in {len(pending)} batched groups"
-    workers = min(config.workers or default_workers(), len(pending))
+    checkpointed = sum(task.record is not None and RunCheckpoints(task.record).latest() is not None for task in pending)
+    engine = ENGINES[config.engine]
+    units = engine.units(pending)
+    workers = min(config.workers or default_workers(), len(units))
     # child processes (and a local Ray) inherit this: one OpenMP thread per run
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ["MKL_NUM_THREADS"] = "1"
@@ -151,7 +139,8 @@ def _run_locked(
         where = f"the Ray cluster at {config.address}" if config.address else f"a local Ray with {plural(workers, 'CPU')}"
     else:
         where = plural(workers, "worker process", "worker processes")
-    log(f"{plural(n_runs, 'run')} to do{groups} ({result.skipped} of {len(tasks)} already done) on {where}")
+    done = f"{result.skipped} of {len(tasks)} already done"
+    log(f"{plural(len(pending), 'run')} to do{engine.describe(units)} ({done}) on {where}")
     if checkpointed and config.verbose >= 1:
         log(f"{plural(checkpointed, 'run')} will resume from {'its' if checkpointed == 1 else 'their'} last checkpoint")
     progress = tqdm(
@@ -183,9 +172,9 @@ def _run_locked(
 
     try:
         if config.backend == "ray":
-            run_ray(pending, workers, config.address, on_result, **execution)
+            run_ray(units, workers, config.address, on_result, engine.execute, engine.failed)
         else:
-            run_local(pending, workers, on_result, **execution)
+            run_local(units, workers, on_result, engine.execute, engine.failed)
     finally:
         progress.close()
     log(result.summary())

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -193,7 +193,7 @@ def outcome_statistics(
     baseline: str | None,
     reps: int = DEFAULT_REPS,
     seed: int = DEFAULT_SEED,
-    seeds: dict[str, Sequence[int]] | None = None,
+    seeds: Mapping[str, Sequence[int] | np.ndarray] | None = None,
     min_runs: int = MIN_RUNS,
 ) -> dict[str, VariantStats]:
     """
@@ -213,7 +213,7 @@ def outcome_statistics(
         values = np.asarray(values, dtype=np.float64)
         if len(values):
             matrices[variant] = values.reshape(-1, 1) if values.ndim == 1 else values  # (runs, tasks)
-    seeds = {v: tuple(int(s) for s in seeds[v]) for v in matrices if seeds and v in seeds}
+    run_seeds = {v: tuple(int(s) for s in seeds[v]) for v in matrices if seeds and v in seeds}
     enough = {v: m for v, m in matrices.items() if m.shape[0] >= min_runs}
     cis = interval(enough, lambda x: np.array([iqm(x), mean(x)]), reps, seed)[1] if enough else {}
     stats = {
@@ -224,7 +224,7 @@ def outcome_statistics(
             iqm_ci=(float(cis[variant][0, 0]), float(cis[variant][1, 0])) if variant in cis else None,
             mean=mean(matrix),
             mean_ci=(float(cis[variant][0, 1]), float(cis[variant][1, 1])) if variant in cis else None,
-            seeds=seeds.get(variant, ()),
+            seeds=run_seeds.get(variant, ()),
             per_seed=tuple(float(v) for v in matrix.mean(axis=1)),
             min_runs=min_runs,
         )
@@ -238,10 +238,10 @@ def outcome_statistics(
             continue
         s = stats[variant]
         s.diff, s.baseline_runs = iqm(matrix) - iqm(reference), reference.shape[0]
-        if variant in seeds and baseline in seeds:
-            common = sorted(set(seeds[variant]) & set(seeds[baseline]))
-            rows_x = [seeds[variant].index(k) for k in common]
-            rows_y = [seeds[baseline].index(k) for k in common]
+        if variant in run_seeds and baseline in run_seeds:
+            common = sorted(set(run_seeds[variant]) & set(run_seeds[baseline]))
+            rows_x = [run_seeds[variant].index(k) for k in common]
+            rows_y = [run_seeds[baseline].index(k) for k in common]
             differences = (matrix[rows_x] - reference[rows_y]).mean(axis=1)
             s.paired_seeds, s.paired_diffs = tuple(common), tuple(float(d) for d in differences)
             s.paired_diff, s.paired_ci = paired_difference(differences, min_runs)
@@ -338,7 +338,7 @@ def normalization_bounds(
         missing = [env for env in data.envs if env_reference(env) is None]
         raise ValueError(f"no reference scores for {', '.join(missing)}: use method='minmax'")
     if method == "reference" or (method == "auto" and has_reference):
-        bounds = {env: env_reference(env) for env in data.envs}
+        bounds = {env: reference for env in data.envs if (reference := env_reference(env)) is not None}
         how = (
             "reference-normalized score = (return - random) / (reference - random), with random-policy scores and "
             "rl-zoo's published TD3 scores as reference: "

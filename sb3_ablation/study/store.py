@@ -3,7 +3,7 @@
 Layout of a study folder::
 
     <out>/study.json                                  the manifest (settings the folder is tied to)
-    <out>/runs/<env>/<variant>/seed_<k>.json          the run record (format 3, see RUN_FILE_FORMAT)
+    <out>/runs/<env>/<variant>/seed_<k>.json          the run record (:mod:`~sb3_ablation.study.records`)
     <out>/runs/<env>/<variant>/seed_<k>.zip           its final model (``AblatableTD3.load``)
     <out>/runs/<env>/<variant>/seed_<k>_vecnormalize.pkl   its VecNormalize statistics, when it normalizes
     <out>/runs/<env>/<variant>/seed_<k>.checkpoint/   checkpoints of a run in progress (removed when it is done)
@@ -29,15 +29,10 @@ import numpy as np
 
 from sb3_ablation.common.io import atomic_path, read_json, write_json_atomic
 from sb3_ablation.study.config import StudyConfig, StudyError, to_jsonable
+from sb3_ablation.study.records import RUN_FILE_FORMAT, SAME_EVALUATIONS, RunRecord
 
 MANIFEST_NAME = "study.json"
 MANIFEST_FORMAT = 1
-#: format 2: diagnostics, per-episode returns, warnings, the final model's file name; format 3: the overestimation
-#: measure with returns past the time limit (``overestimation``, ``value_episodes``, ``overestimation_method``)
-RUN_FILE_FORMAT = 3
-#: run formats whose evaluations are this format's (same episodes, same scores): a study folder pinned to one of them
-#: takes runs of this format (format 3 adds a measure; format 1 was evaluated on other episodes)
-SAME_EVALUATIONS = (2, 3)
 
 
 def safe_name(text: str) -> str:
@@ -178,22 +173,19 @@ class RunCheckpoints:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def save_final_model(model: Any, record_path: str | os.PathLike) -> dict[str, str]:
+def save_final_model(model: Any, record: RunRecord, record_path: str | os.PathLike) -> None:
     """
-    Save the final model (and VecNormalize statistics) next to the run record, atomically.
-
-    :return: the record's ``model`` (and ``vecnormalize``) entries: file names relative to the record's folder
+    Save the final model (and VecNormalize statistics) next to the run record, atomically, and name their files in
+    ``record`` (``model``, ``vecnormalize``: relative to the record's folder).
     """
-    entries = {}
     with atomic_path(model_path(record_path)) as tmp:
         model.save(tmp)
-    entries["model"] = model_path(record_path).name
+    record.model = model_path(record_path).name
     vec_normalize = model.get_vec_normalize_env()
     if vec_normalize is not None:
         with atomic_path(vecnormalize_path(record_path)) as tmp:
             vec_normalize.save(tmp)
-        entries["vecnormalize"] = vecnormalize_path(record_path).name
-    return entries
+        record.vecnormalize = vecnormalize_path(record_path).name
 
 
 def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:

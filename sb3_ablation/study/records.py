@@ -1,0 +1,134 @@
+"""What a study hands a run and what a run hands back: :class:`RunTask` and the run record (:class:`RunRecord`).
+
+A run record is written to ``<out>/runs/<env>/<variant>/seed_<k>.json`` (see :mod:`~sb3_ablation.study.store`) in
+format :data:`RUN_FILE_FORMAT`, the only format written; the analysis reads formats 1, 2 and 3
+(:mod:`~sb3_ablation.study.results`). Format 2 added diagnostics, per-episode returns, warnings and the final model's
+file name; format 3 the overestimation measure with returns past the time limit (``overestimation``,
+``value_episodes``, ``overestimation_method``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+#: the record format this version writes
+RUN_FILE_FORMAT = 3
+#: run formats whose evaluations are this format's (same episodes, same scores): a study folder pinned to one of them
+#: takes runs of this format (format 3 adds a measure; format 1 was evaluated on other episodes)
+SAME_EVALUATIONS = (2, 3)
+
+
+@dataclass
+class RunSettings:
+    """
+    What defines a run, in its task and in its record.
+
+    :param env: the env id (``module:Env-v0`` imports ``module`` first)
+    :param variant: the variant's name
+    :param seed: the run's seed
+    :param algo: rl_zoo3's algorithm name
+    :param switches: the variant's switch values
+    :param hyperparams: the resolved zoo hyperparameters, switches included
+    :param eval_freq: steps between evaluations (in a task ``None``: a twentieth of the run; the record has the one used)
+    :param eval_episodes: episodes per evaluation
+    """
+
+    env: str
+    variant: str
+    seed: int
+    algo: str
+    switches: dict[str, bool]
+    hyperparams: dict[str, Any]
+    eval_freq: int | None
+    eval_episodes: int
+
+
+@dataclass
+class RunTask(RunSettings):
+    """
+    One run of a study, as the driver hands it to an engine: its :class:`RunSettings` and how to run and record it.
+
+    :param eval_max_episode_steps: ``T`` of the evaluation episodes' score (``None``: the env's time limit)
+    :param device: torch device
+    :param checkpoint_freq: steps between checkpoints (``0``: none)
+    :param tensorboard_log: the run's TensorBoard folder (``None``: none)
+    :param record: where the run writes its record, final model and checkpoints (``None``: nowhere)
+    :param eval_envs: envs the evaluation episodes run on side by side (``None``: one per episode, at most 16)
+    """
+
+    eval_max_episode_steps: int | None = None
+    device: str = "cpu"
+    checkpoint_freq: int = 0
+    tensorboard_log: str | None = None
+    record: str | None = None
+    eval_envs: int | None = None
+
+
+class _Unset:
+    """A record entry not set (left out of the JSON), unlike one set to ``None`` (written as null)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+@dataclass
+class RunRecord(RunSettings):
+    """
+    A run record of format :data:`RUN_FILE_FORMAT`, its entries in the order of the JSON file; an entry left
+    :data:`UNSET` is not written (e.g. ``engine`` for the process engine, ``model`` for a failed run).
+
+    The run's :class:`RunSettings` (``eval_freq`` the one used, once known); then ``versions`` (library versions)
+    and ``host``; ``status`` (``"ok"`` or ``"failed"``), ``error`` and ``traceback``; ``engine`` and ``group_size``
+    (batched engine); ``n_timesteps``; ``overestimation_method``
+    (:func:`~sb3_ablation.study.evaluation.overestimation_method`); ``resumed_from`` (the checkpoint's step); ``model``
+    and ``vecnormalize`` (file names next to the record); ``evaluations``, ``value_episodes`` and ``diagnostics`` (see
+    :class:`~sb3_ablation.study.evaluation.OverestimationEvalCallback`); ``eval_time_s``; ``warnings``;
+    ``wall_time_s`` and ``finished_at`` (:func:`timestamp`).
+    """
+
+    format: int = RUN_FILE_FORMAT
+    versions: dict[str, str] = UNSET
+    host: str = UNSET
+    status: str = "failed"
+    error: str | None = None
+    traceback: str | None = None
+    engine: str = UNSET
+    group_size: int = UNSET
+    n_timesteps: int = UNSET
+    overestimation_method: dict[str, Any] = UNSET
+    resumed_from: int = UNSET
+    model: str = UNSET
+    vecnormalize: str = UNSET
+    evaluations: dict[str, list] = field(default_factory=dict)
+    value_episodes: list[list[dict[str, Any]]] = UNSET
+    diagnostics: dict[str, list] = UNSET
+    eval_time_s: float = UNSET
+    warnings: list[str] = UNSET
+    wall_time_s: float = UNSET
+    finished_at: str = UNSET
+
+    @classmethod
+    def of(cls, task: RunTask, **entries: Any) -> RunRecord:
+        """The record of ``task`` before it has run (``"status": "failed"`` until done), with ``entries`` set."""
+        settings = {item.name: getattr(task, item.name) for item in fields(RunSettings)}
+        return cls(**settings, **entries)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as written: ``format`` first, then every entry set, in order."""
+        entries = {item.name: getattr(self, item.name) for item in fields(self) if item.name != "format"}
+        return {"format": self.format, **{key: value for key, value in entries.items() if value is not UNSET}}
+
+
+def timestamp() -> str:
+    """A record's ``finished_at``: local time with its UTC offset."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def failed_record(task: RunTask, error: str, **entries: Any) -> dict[str, Any]:
+    """The record of a run that never returned (its worker died), as written."""
+    return RunRecord.of(task, error=error, finished_at=timestamp(), **entries).to_json()
