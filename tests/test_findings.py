@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from sb3_ablation.study.answer import ANSWER_STUDIES, StudyReport, answer_markdown
 from sb3_ablation.study.report import (
     FINDINGS_END,
     FINDINGS_START,
@@ -34,3 +35,12 @@ def test_readme_quotes_the_findings_regenerated_from_the_committed_records(study
     committed = report[report.index(FINDINGS_START) + len(FINDINGS_START) : report.index(FINDINGS_END)]
     assert committed.strip() == findings_markdown(model).strip(), f"docs/studies/{study}/report.md is not current"
     assert "no measurable" not in readme.lower()  # an unresolved comparison is not read as "no effect"
+
+
+def test_readme_answer_is_the_one_generated_from_the_committed_records():
+    studies = [StudyReport.regenerate(ROOT / "docs" / "studies" / study, reps=REPS) for study in ANSWER_STUDIES]
+    answer = answer_markdown(studies)
+    assert quoted_findings((ROOT / "README.md").read_text(), "studies", "answer") == answer
+    # every committed leave-one-out task has a column, and every factorial study a list of its effects
+    assert answer.count("| component removed |") == 1
+    assert "factorial over" in answer

@@ -309,3 +309,13 @@ def test_trained_agent_without_buffer_and_enjoy_best_or_checkpoint(tmp_path, cap
         args = ["--algo", algo, "--env", ENV, "-f", str(tmp_path / "logs"), "--exp-id", "1", "--no-render", "-n", "210"]
         assert enjoy.main([*args, *load]) == 0
         assert "Episode Reward" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["train", "enjoy"])
+def test_rl_zoo_module_idiom_runs_the_same_command(command):
+    """``python -m sb3_ablation.train`` (rl-zoo's ``python -m rl_zoo3.train``) is ``sb3-ablation train``."""
+    args = [sys.executable, "-m", f"sb3_ablation.{command}", "--help"]
+    idiom = subprocess.run(args, capture_output=True, text=True, check=True)
+    cli = subprocess.run([sys.executable, "-m", "sb3_ablation", command, "--help"], capture_output=True, text=True)
+    assert idiom.stdout == cli.stdout
+    assert f"usage: sb3-ablation {command}" in idiom.stdout

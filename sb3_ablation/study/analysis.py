@@ -545,6 +545,13 @@ def comparison_json(c: Comparison, s: VariantStats | None = None) -> dict[str, A
     return entry
 
 
+def baseline_json(s: VariantStats | None) -> dict | None:
+    """The baseline's own value of an outcome: its runs, mean and IQM (``None`` where it has no runs)."""
+    if s is None:
+        return None
+    return {"n": s.n_runs, "mean": _number(s.mean), "iqm": _number(s.iqm)}
+
+
 def model_json(model: ReportModel) -> dict:
     """The report model as plain JSON (``report.json``)."""
     envs = {}
@@ -560,6 +567,7 @@ def model_json(model: ReportModel) -> dict:
                     "primary": o.primary,
                     "margin": _number(o.margin),
                     "margin_how": o.margin_how,
+                    "baseline": baseline_json(o.stats.get(model.baseline or "")),
                     "variants": {v: comparison_json(c, o.stats.get(v)) for v, c in o.comparisons.items()},
                 }
                 for o in e.outcomes

@@ -9,7 +9,8 @@ The answer to the exercise, generated from the reports of several studies (their
   ``[400, 300]``, 10 seeds), with the paper's Table 2 effect next to ours where the paper has one.
 
 Nothing here computes a statistic: every number is read from a report, so the answer says exactly what the reports
-say. README quotes the result (``benchmarks/fill_readme_findings.py``; ``tests/test_findings.py`` checks it).
+say. README quotes it between ``<!-- generated:studies:answer:start/end -->`` (``benchmarks/fill_readme_findings.py``),
+and ``tests/test_findings.py`` regenerates it from the committed run records and compares.
 """
 
 from __future__ import annotations
@@ -20,10 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sb3_ablation.study.analysis import model_json
+from sb3_ablation.study.report import study_model
 from sb3_ablation.switches import TABLE
 
 # The TD3 paper's ablation (Fujimoto et al., 2018, Table 2): average return over the last 10 evaluations, 10 seeds,
 # 1M steps, [400, 300] networks, Gym v1 MuJoCo tasks. "TD3 - X" is TD3 without component X.
+# The repository's committed studies (docs/studies/<name>) that README's answer is built from, in this order: a task's
+# leave-one-out column comes from the first study that has it
+ANSWER_STUDIES = ("pendulum", "multitask", "pendulum-factorial")
+
 PAPER_STEPS, PAPER_NET_ARCH, PAPER_SEEDS = 1_000_000, [400, 300], 10
 PAPER_TABLE2: dict[str, dict[str, float]] = {
     "HalfCheetah": {
@@ -79,6 +86,16 @@ class StudyReport:
             raise FileNotFoundError(f"{report}: no report; run `sb3-ablation report {folder}` first")
         manifest = json.loads((folder / "study.json").read_text())
         return cls(folder.name, json.loads(report.read_text()), manifest)
+
+    @classmethod
+    def regenerate(cls, folder: str | Path, reps: int = 100) -> StudyReport:
+        """
+        The report recomputed from ``folder``'s run records, as ``sb3-ablation report`` writes it to ``report.json``.
+
+        :param reps: bootstrap resamples of the IQM intervals (the answer reads none of them, so few do)
+        """
+        model, data = study_model(folder, reps=reps)
+        return cls(Path(folder).name, model_json(model), data.manifest)
 
     def primary(self, env: str) -> dict[str, Any]:
         """The primary outcome's entry of ``env``."""
