@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: install test demo lint format bench
+.PHONY: install test sb3-tests demo lint format bench
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -22,6 +22,10 @@ install: $(STAMP)
 # of one worker), the bad-input table and the notebook run; `pytest -m "not clean_install"` leaves the first out.
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile -q
+
+# SB3's own tests of TD3 and DDPG (from SB3's source distribution) with AblatableTD3 and DDPG substituted
+sb3-tests: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) tests/sb3_suite/run.py
 
 demo: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m sb3_ablation demo
