@@ -5,6 +5,10 @@ Each row says what the switch is: its name and default, what ``False`` means, th
 the policy arguments it implies, whether ``load`` may change it (and why not), and its study variant. The algorithm's
 warnings, implied policy arguments and load refusals, the study's variants and the README's table
 (:func:`markdown_table`) are read from here.
+
+A seventh switch is a row here, its keyword in ``AblatableTD3.__init__`` (SB3's explicit signature, with its
+``:param:`` line), the policy if it changes the networks, and one ``Component N`` branch in ``AblatableTD3.train()``;
+``tests/test_ablatable_td3.py`` checks that the table, the keywords and the branches agree.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Behaviour of the switches, policies, spaces, save/load and bad input (short runs, small nets)."""
 
+import inspect
 import re
 import warnings
 from pathlib import Path
@@ -278,3 +279,18 @@ def test_load_refusals_and_warnings_come_from_the_switch_table(tmp_path):
                 AblatableTD3.load(tmp_path / "model", **{switch.name: False})
     with pytest.raises(AttributeError, match="clipped_double_q is set by"):
         model.clipped_double_q = False
+
+
+def test_every_switch_of_the_table_is_a_documented_keyword_with_its_default():
+    # a seventh switch is a table row, this keyword (SB3's explicit signature) and its branch in train()
+    parameters = inspect.signature(AblatableTD3.__init__).parameters
+    switch_keywords = [name for name in parameters if isinstance(parameters[name].default, bool) and name in SWITCHES]
+    assert switch_keywords == [switch.name for switch in TABLE]
+    model = AblatableTD3("MlpPolicy", "Pendulum-v1", **SMALL)
+    for switch in TABLE:
+        assert parameters[switch.name].default is switch.default
+        assert f":param {switch.name}: ({switch.component})" in AblatableTD3.__doc__
+        assert model.switches[switch.name] is switch.default
+    source = inspect.getsource(AblatableTD3.train)
+    # each component is one marked branch of train()
+    assert sorted(int(n) for n in re.findall(r"Component (\d)", source)) == [switch.component for switch in TABLE]
