@@ -14,7 +14,9 @@
 - analyse: :mod:`~sb3_ablation.study.results` (records to arrays), :mod:`~sb3_ablation.study.inference` (verdicts of
   a family of paired comparisons), :mod:`~sb3_ablation.study.statistics` (IQMs and bootstrap CIs),
   :mod:`~sb3_ablation.study.analysis` (the report model), :mod:`~sb3_ablation.study.factorial` (the factorial
-  section) and :mod:`~sb3_ablation.study.report` with :mod:`~sb3_ablation.study.figures` (markdown, JSON, figures).
+  section), :mod:`~sb3_ablation.study.report` with :mod:`~sb3_ablation.study.figures` (markdown, JSON, figures) and
+  :mod:`~sb3_ablation.study.answer` (README's answer to the exercise, from several studies' reports).
 
-:mod:`~sb3_ablation.study.cli` is the command line of all four.
+:mod:`~sb3_ablation.study.cli` is the command line of all four. ``tests/test_study_layout.py`` checks the parts'
+order and that the modules import each other without cycles.
 """
