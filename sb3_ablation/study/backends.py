@@ -1,6 +1,7 @@
-"""Where runs execute: worker processes on this machine, or Ray tasks on a cluster; both run an engine's units of work
-with its ``execute`` (:class:`~sb3_ablation.study.engines.Engine`) and hand each result to ``on_result`` as it
-arrives."""
+"""Where runs execute, chosen by name (``StudyConfig.backend``): worker processes on this machine (``local``), or Ray
+tasks on a cluster (``ray``). Both run an engine's units of work with its ``execute``
+(:class:`~sb3_ablation.study.engines.Engine`) and hand each result to ``on_result`` as it arrives: which engine and
+which backend are independent choices."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Any
 
-from sb3_ablation.study.config import StudyError
+from sb3_ablation.study.config import BACKENDS, StudyError
 
 
 def default_workers() -> int:
@@ -135,3 +137,60 @@ def run_ray(
             ray.cancel(ref, force=True)
         if started_here:
             ray.shutdown()
+
+
+def _check_local() -> None:
+    pass
+
+
+def _check_ray() -> None:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise StudyError("--backend ray needs Ray, which is not installed: pip install 'sb3-ablation[ray]'") from None
+
+
+def _local_where(workers: int, address: str | None) -> str:
+    return f"{workers} worker process{'' if workers == 1 else 'es'}"
+
+
+def _ray_where(workers: int, address: str | None) -> str:
+    return f"the Ray cluster at {address}" if address else f"a local Ray with {workers} CPU{'' if workers == 1 else 's'}"
+
+
+def _run_local(
+    units: list[Any],
+    workers: int,
+    address: str | None,  # no cluster: this machine
+    on_result: Callable[[Any], None],
+    execute: Callable[[Any], Any],
+    failed: Callable[[Any, str], Any],
+) -> None:
+    run_local(units, workers, on_result, execute, failed)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """
+    One place where a study's units of work run.
+
+    :param name: ``StudyConfig.backend``
+    :param check: raises a one-line :class:`StudyError` if the backend cannot run here (before anything is written)
+    :param where: what the console says the runs run on, ``where(workers, address)``
+    :param run: ``run(units, workers, address, on_result, execute, failed)``, as :func:`run_local` and :func:`run_ray`
+    """
+
+    name: str
+    check: Callable[[], None]
+    where: Callable[[int, str | None], str]
+    run: Callable[..., None]
+
+
+BY_NAME: dict[str, Backend] = {
+    backend.name: backend
+    for backend in (
+        Backend("local", _check_local, _local_where, _run_local),
+        Backend("ray", _check_ray, _ray_where, run_ray),
+    )
+}
+assert tuple(BY_NAME) == BACKENDS, "StudyConfig's backend names and their implementations differ"

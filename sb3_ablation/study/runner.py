@@ -16,7 +16,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from sb3_ablation.study.backends import default_workers, run_local, run_ray
+from sb3_ablation.study.backends import BY_NAME as BACKENDS
+from sb3_ablation.study.backends import default_workers
 from sb3_ablation.study.config import StudyConfig, StudyError, check_envs, make_tasks, resolve_hyperparams
 from sb3_ablation.study.engines import ENGINES
 from sb3_ablation.study.execute import library_versions
@@ -80,11 +81,7 @@ def check_before_writing(config: StudyConfig, variants: list[Variant], resolved:
                 check_action_space(algo, env_id, resolved[env_id][algo].get("env_kwargs"))
             except ZooConfigError as error:
                 raise StudyError(str(error)) from None
-    if config.backend == "ray":
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            raise StudyError("--backend ray needs Ray, which is not installed: pip install 'sb3-ablation[ray]'") from None
+    BACKENDS[config.backend].check()
 
 
 def run_study(config: StudyConfig, log: Callable[[str], Any] = print) -> StudyResult:
@@ -135,10 +132,8 @@ def _run_locked(
     # child processes (and a local Ray) inherit this: one OpenMP thread per run
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ["MKL_NUM_THREADS"] = "1"
-    if config.backend == "ray":
-        where = f"the Ray cluster at {config.address}" if config.address else f"a local Ray with {plural(workers, 'CPU')}"
-    else:
-        where = plural(workers, "worker process", "worker processes")
+    backend = BACKENDS[config.backend]
+    where = backend.where(workers, config.address)
     done = f"{result.skipped} of {len(tasks)} already done"
     log(f"{plural(len(pending), 'run')} to do{engine.describe(units)} ({done}) on {where}")
     if checkpointed and config.verbose >= 1:
@@ -171,10 +166,7 @@ def _run_locked(
         progress.update(1)
 
     try:
-        if config.backend == "ray":
-            run_ray(units, workers, config.address, on_result, engine.execute, engine.failed)
-        else:
-            run_local(units, workers, on_result, engine.execute, engine.failed)
+        backend.run(units, workers, config.address, on_result, engine.execute, engine.failed)
     finally:
         progress.close()
     log(result.summary())
