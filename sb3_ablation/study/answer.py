@@ -29,7 +29,7 @@ from sb3_ablation.switches import TABLE
 # 1M steps, [400, 300] networks, Gym v1 MuJoCo tasks. "TD3 - X" is TD3 without component X.
 # The repository's committed studies (docs/studies/<name>) that README's answer is built from, in this order: a task's
 # leave-one-out column comes from the first study that has it
-ANSWER_STUDIES = ("pendulum", "multitask", "pendulum-factorial")
+ANSWER_STUDIES = ("pendulum", "multitask", "pendulum-factorial", "hopper-factorial")
 
 PAPER_STEPS, PAPER_NET_ARCH, PAPER_SEEDS = 1_000_000, [400, 300], 10
 PAPER_TABLE2: dict[str, dict[str, float]] = {
