@@ -201,16 +201,54 @@ def test_batched_study_runs_every_leave_one_out_variant_into_records_the_report_
     # the two seeds of a variant are different agents
     first, second = (json.loads(run_path(out, "Pendulum-v1", "td3", seed).read_text()) for seed in (0, 1))
     assert first["evaluations"]["mean_return"] != second["evaluations"]["mean_return"]
-    assert json.loads((out / "study.json").read_text())["settings"]["engine"] == "batched"
     assert report_main([str(out), "--reps", "100"]) == 0
+    assert "Engine of every run: batched." in (out / "report.md").read_text()
     data = load_study(out)
     assert not data.failed and not data.missing
     assert sum(len(runs) for runs in data.runs["Pendulum-v1"].values()) == 14
-    # rerun: nothing redone; the process engine may not write into this folder
-    assert study_main([*STUDY, "--engine", "batched", "--out", str(out)]) == 0
-    assert "14 already done, 0 finished now" in capsys.readouterr().out
-    assert study_main([*STUDY, "--out", str(out)]) == 2
-    assert "engine" in capsys.readouterr().err
+    # rerun: nothing redone, whichever engine is named
+    for engine in ("batched", "process"):
+        assert study_main([*STUDY, "--engine", engine, "--out", str(out)]) == 0
+        assert "14 already done, 0 finished now" in capsys.readouterr().out
+
+
+def test_a_seed_is_trained_by_one_engine_and_a_mixed_study_checks_the_engines_agree(tmp_path, capsys):
+    from sb3_ablation.study.cli import report_main
+
+    out = tmp_path / "study"
+    two_variants = [*STUDY, "--variants", "td3", "no_replay_buffer", "--out", str(out)]
+    assert study_main([*two_variants, "--engine", "batched"]) == 0  # seeds 0 and 1
+    manifest = (out / "study.json").read_text()
+    # a new variant of seed 0 by the process engine would pair it with a batched td3 run: refused, nothing written
+    assert study_main([*two_variants, "--variants", "no_clipped_double_q", "--seeds", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err.startswith("sb3-ablation study: Pendulum-v1 seed 0 has runs of the batched engine (")
+        and len(err.splitlines()) == 1
+    )
+    assert err.endswith("train it with --engine batched, or use other seeds for --engine process")
+    assert (out / "study.json").read_text() == manifest
+    assert not (out / "runs" / "Pendulum-v1" / "no_clipped_double_q").exists()
+    # other seeds by the process engine: accepted, and the report names each engine's runs and compares the effects
+    assert study_main([*two_variants, "--seeds", "2", "3", "--engine", "process"]) == 0
+    assert report_main([str(out), "--reps", "100"]) == 0
+    report = (out / "report.md").read_text()
+    assert "- batched: 4 runs, Pendulum-v1 every variant (seeds 0, 1)" in report
+    assert "- process: 4 runs, Pendulum-v1 every variant (seeds 2, 3)" in report
+    check = json.loads((out / "report.json").read_text())["sections"]["Engines"]
+    assert check["reference_engine"] == "batched"
+    (row,) = check["envs"]["Pendulum-v1"]["comparisons"]
+    differences = {}
+    for seed in range(4):
+        td3, ablated = (json.loads(run_path(out, "Pendulum-v1", v, seed).read_text()) for v in ("td3", "no_replay_buffer"))
+        assert td3.get("engine", "process") == ablated.get("engine", "process") == ("batched" if seed < 2 else "process")
+        final = [np.mean(r["evaluations"]["mean_return"][-1:]) for r in (td3, ablated)]
+        differences[seed] = final[1] - final[0]
+    assert row["variant"] == "no_replay_buffer" and row["engine"] == "process" and row["n"] == row["reference_n"] == 2
+    assert row["reference_effect"] == pytest.approx(np.mean([differences[0], differences[1]]))
+    assert row["difference"] == pytest.approx(np.mean([differences[2], differences[3]]) - row["reference_effect"])
+    assert 0 <= row["p"] <= row["p_holm"] <= 1 and row["ci"][0] < row["difference"] < row["ci"][1]
+    assert "## Engines" in report and "| no_replay_buffer | " in report.split("## Engines")[1]
 
 
 def test_unknown_engine_is_a_one_line_error(tmp_path, capsys):

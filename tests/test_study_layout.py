@@ -13,7 +13,7 @@ PARTS = {
     "plan": ("variants", "records", "config", "plan"),
     "store": ("store",),
     "run": ("execute", "evaluation", "batched", "engines", "backends", "runner"),
-    "analyse": ("results", "inference", "statistics", "analysis", "factorial", "report", "figures", "answer"),
+    "analyse": ("results", "inference", "statistics", "analysis", "engine_check", "factorial", "report", "figures", "answer"),
     "command line": ("cli",),
 }
 ORDER = {module: rank for rank, modules in enumerate(PARTS.values()) for module in modules}

@@ -14,7 +14,8 @@
 - analyse: :mod:`~sb3_ablation.study.results` (records to arrays), :mod:`~sb3_ablation.study.inference` (verdicts of
   a family of paired comparisons), :mod:`~sb3_ablation.study.statistics` (IQMs and bootstrap CIs),
   :mod:`~sb3_ablation.study.analysis` (the report model), :mod:`~sb3_ablation.study.factorial` (the factorial
-  section), :mod:`~sb3_ablation.study.report` with :mod:`~sb3_ablation.study.figures` (markdown, JSON, figures) and
+  section), :mod:`~sb3_ablation.study.engine_check` (whether the engines agree, in a study whose seeds come from
+  two), :mod:`~sb3_ablation.study.report` with :mod:`~sb3_ablation.study.figures` (markdown, JSON, figures) and
   :mod:`~sb3_ablation.study.answer` (README's answer to the exercise, from several studies' reports).
 
 :mod:`~sb3_ablation.study.cli` is the command line of all four. ``tests/test_study_layout.py`` checks the parts'

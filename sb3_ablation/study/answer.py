@@ -109,9 +109,10 @@ class StudyReport:
         net_arch = _net_arch(str(hyperparams.get("policy_kwargs", "")))
         return f"{_steps(steps)} steps, {net_arch}"
 
-    def seeds(self, env: str) -> int:
-        """The number of seed pairs of ``env``'s primary family (the most any comparison has)."""
-        return max((entry["n"] for entry in self.primary(env)["variants"].values()), default=0)
+    def seeds(self, env: str) -> str:
+        """The seed pairs of ``env``'s primary comparisons: ``10``, or ``5-10`` while some have fewer than others."""
+        counts = [entry["n"] for entry in self.primary(env)["variants"].values()] or [0]
+        return str(max(counts)) if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
 
 
 def _net_arch(policy_kwargs: str) -> str:

@@ -42,6 +42,7 @@ from sb3_ablation.study.analysis import (
     summary_across_tasks,
     summary_per_task,
 )
+from sb3_ablation.study.engine_check import engine_sections
 from sb3_ablation.study.factorial import factorial_sections
 from sb3_ablation.study.figures import (
     CurveEstimate,
@@ -620,19 +621,34 @@ def _warnings_section(data: StudyData) -> list[str]:
     return [*lines, ""]
 
 
-def _software_lines(data: StudyData) -> list[str]:
-    """The versions the finished runs were made with; where they differ, which runs used which."""
-    if not data.software:
-        return []
-    if len(data.software) == 1:
-        return [f"Software of every run: {next(iter(data.software))}.", ""]
-    lines = [
+# what the finished runs were made with, each: (StudyData field, the line where every run shares one value, the
+# lead-in of the list of values and their runs where they differ)
+MADE_WITH = (
+    (
+        "software",
+        "Software of every run: {}.",
         "Software of the runs (several versions: each run is a run of the same settings and seed, but runs made with "
         "different versions are not bit-identical to each other):",
-        "",
-    ]
-    for software, keys in sorted(data.software.items(), key=lambda item: -len(item[1])):
-        lines.append(f"- {software}: {_plural(len(keys), 'run')}, {_runs_by_env_variant(keys, data)}")
+    ),
+    (
+        "engines",
+        "Engine of every run: {}.",
+        "Engines of the runs (each seed of a task is trained by one engine, so each paired comparison lies within one "
+        "engine; the engines' runs are statistically, not bitwise, the same, and the section Engines checks that the "
+        "effects agree):",
+    ),
+)
+
+
+def _made_with_lines(groups: dict[str, list[tuple[str, str, int]]], data: StudyData, one: str, several: str) -> list[str]:
+    """``one`` filled in where every run shares a value; else ``several`` and each value with the runs that have it."""
+    if not groups:
+        return []
+    if len(groups) == 1:
+        return [one.format(next(iter(groups))), ""]
+    lines = [several, ""]
+    for value, keys in sorted(groups.items(), key=lambda item: -len(item[1])):
+        lines.append(f"- {value}: {_plural(len(keys), 'run')}, {_runs_by_env_variant(keys, data)}")
     return [*lines, ""]
 
 
@@ -697,8 +713,10 @@ def study_model(
     variants = [v for v in data.variants if any(v in data.runs.get(env, {}) for env in data.envs)]
     baseline = baseline or baseline_name(data.variants) or (variants[0] if variants else None)
     model = build_model(data, plan, declared, baseline, reps, seed)
-    # the extra sections: a factorial analysis where the variants form a 2^k design
-    return dataclasses.replace(model, sections=factorial_sections(data, model.envs, plan)), data
+    # the extra sections: a factorial analysis where the variants form a 2^k design; the engines' agreement where
+    # the seeds come from more than one engine
+    sections = factorial_sections(data, model.envs, plan) + engine_sections(data, model.envs, baseline, plan)
+    return dataclasses.replace(model, sections=sections), data
 
 
 def write_report(
@@ -741,7 +759,8 @@ def write_report(
         "",
     ]
     lines += _plan_section(model, data)
-    lines += _software_lines(data)
+    for field, one, several in MADE_WITH:
+        lines += _made_with_lines(getattr(data, field), data, one, several)
     if data.failed or data.missing:
         lines += [f"**Incomplete study:** {len(data.failed)} failed and {len(data.missing)} missing runs (see the end).", ""]
     lines += [

@@ -106,6 +106,12 @@ class StudyData:
     warnings: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
     # the software a finished run was made with ("torch 2.13.0+cpu, ...") -> its (env, variant, seed)
     software: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
+    # the engine that trained a finished run ("process", "batched") -> its (env, variant, seed)
+    engines: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
+
+    def seed_engine(self, env: str, seed: int) -> str | None:
+        """The engine of an env's seed (one per seed: the study refuses to mix them), ``None`` without a run."""
+        return next((engine for engine, keys in self.engines.items() if any(k[0] == env and k[2] == seed for k in keys)), None)
 
     def final_returns(self, env: str, variant: str) -> np.ndarray:
         return self.final_values(env, variant, "mean_return")[1]
@@ -131,6 +137,7 @@ def load_study(out: str | os.PathLike) -> StudyData:
     failed, done = [], set()
     warnings: dict[str, list[tuple[str, str, int]]] = {}
     software: dict[str, list[tuple[str, str, int]]] = {}
+    engines: dict[str, list[tuple[str, str, int]]] = {}
     for record in iter_runs(out):
         key = (record["env"], record["variant"], int(record["seed"]))
         for message in dict.fromkeys(record.get("warnings") or []):
@@ -145,6 +152,7 @@ def load_study(out: str | os.PathLike) -> StudyData:
         versions = record.get("versions") or {}
         made_with = ", ".join(f"{name} {versions[name]}" for name in sorted(versions)) or "not recorded"
         software.setdefault(made_with, []).append(key)
+        engines.setdefault(record.get("engine", "process"), []).append(key)  # the process engine does not name itself
         runs.setdefault(record["env"], {}).setdefault(record["variant"], []).append(RunCurves.from_record(record))
         if record["env"] not in envs:
             envs.append(record["env"])
@@ -162,7 +170,7 @@ def load_study(out: str | os.PathLike) -> StudyData:
         for seed in seeds
         if (env, variant, seed) not in done and (env, variant, seed) not in failed_keys
     ]
-    return StudyData(Path(out), manifest, envs, variants, runs, failed, missing, warnings, software)
+    return StudyData(Path(out), manifest, envs, variants, runs, failed, missing, warnings, software, engines)
 
 
 def aligned_curves(runs: list[RunCurves], metric: str) -> tuple[np.ndarray, np.ndarray]:

@@ -23,6 +23,7 @@ from sb3_ablation.study.engines import ENGINES
 from sb3_ablation.study.execute import library_versions
 from sb3_ablation.study.store import (
     RunCheckpoints,
+    check_seed_engines,
     open_manifest,
     read_run,
     run_path,
@@ -104,8 +105,6 @@ def run_study(config: StudyConfig, log: Callable[[str], Any] = print) -> StudyRe
 def _run_locked(
     config: StudyConfig, variants: list[Variant], resolved: dict[str, dict[str, dict]], log: Callable[[str], Any]
 ) -> StudyResult:
-    open_manifest(config, resolved, library_versions())
-
     tasks = make_tasks(config, variants, resolved)
     for task in tasks:
         # the worker writes the record (and model, checkpoints) there; the driver writes it again on arrival
@@ -121,6 +120,9 @@ def _run_locked(
             if previous is None and path.exists():
                 log(f"run record {path} is unreadable; the run is done again")
             pending.append(task)
+    # both checks come before anything is written
+    check_seed_engines(config.out, ((task.env, task.seed) for task in pending), config.engine)
+    open_manifest(config, resolved, library_versions())
     if not pending:
         log(result.summary())
         return result

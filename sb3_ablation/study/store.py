@@ -217,9 +217,6 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
     path = Path(config.out) / MANIFEST_NAME
     # the record format too: runs of another format were evaluated on other episodes and cannot be pooled
     settings = {**config.run_settings(), "run_format": RUN_FILE_FORMAT}
-    if config.engine != "process":
-        # one folder, one engine (pinned only when not the default, so the process engine's manifests stay valid)
-        settings["engine"] = config.engine
     pinned = {"settings": settings, "hyperparams": to_jsonable(resolved_hyperparams)}
     manifest = None
     if path.exists():
@@ -228,7 +225,9 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
                 manifest = json.load(file)
         except json.JSONDecodeError as error:
             raise StudyError(f"{path} is not a study manifest ({error}); use another --out") from None
-        old_pinned = {"settings": manifest.get("settings", {}), "hyperparams": manifest.get("hyperparams", {})}
+        # the engine is a seed's, not the folder's (check_seed_engines); manifests of an earlier version pinned it
+        manifest["settings"] = {key: value for key, value in manifest.get("settings", {}).items() if key != "engine"}
+        old_pinned = {"settings": manifest["settings"], "hyperparams": manifest.get("hyperparams", {})}
         if old_pinned["settings"].get("run_format") in SAME_EVALUATIONS:
             # e.g. a committed format-2 study takes new seeds of format 3; its manifest keeps the format it was made with
             old_pinned["settings"] = {**old_pinned["settings"], "run_format": RUN_FILE_FORMAT}
@@ -271,6 +270,28 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
     manifest.setdefault("analysis", to_jsonable(config.analysis))
     write_json_atomic(path, manifest)
     return manifest
+
+
+def check_seed_engines(out: str | os.PathLike, tasks: Iterable[tuple[str, int]], engine: str) -> None:
+    """
+    Refuse to train a seed of an env with another engine than its finished runs: the analysis compares a seed's
+    runs with each other (paired differences, the seed as a block), so each comparison stays within one engine. Other
+    seeds may come from another engine (the report names which engine trained which runs).
+
+    :param out: the study folder
+    :param tasks: the ``(env, seed)`` of the runs to train
+    :param engine: the engine that would train them
+    :raises StudyError: a finished run of one of these seeds was trained by another engine
+    """
+    for env, seed in dict.fromkeys(tasks):
+        for path in sorted(run_path(out, env, "variant", seed).parent.parent.glob(f"*/seed_{seed}.json")):
+            record = read_run(path)
+            trained_by = (record or {}).get("engine", "process")  # records of the process engine do not name it
+            if record is not None and record.get("status") == "ok" and trained_by != engine:
+                raise StudyError(
+                    f"{env} seed {seed} has runs of the {trained_by} engine ({path}), and a seed's runs are compared "
+                    f"with each other: train it with --engine {trained_by}, or use other seeds for --engine {engine}"
+                )
 
 
 def read_manifest(out: str | os.PathLike) -> dict:
