@@ -214,6 +214,8 @@ def test_batched_study_runs_every_leave_one_out_variant_into_records_the_report_
 
 def test_a_seed_is_trained_by_one_engine_and_a_mixed_study_checks_the_engines_agree(tmp_path, capsys):
     from sb3_ablation.study.cli import report_main
+    from sb3_ablation.study.report import status_markdown
+    from sb3_ablation.study.results import load_study
 
     out = tmp_path / "study"
     two_variants = [*STUDY, "--variants", "td3", "no_replay_buffer", "--out", str(out)]
@@ -249,6 +251,10 @@ def test_a_seed_is_trained_by_one_engine_and_a_mixed_study_checks_the_engines_ag
     assert row["difference"] == pytest.approx(np.mean([differences[2], differences[3]]) - row["reference_effect"])
     assert 0 <= row["p"] <= row["p_holm"] <= 1 and row["ci"][0] < row["difference"] < row["ci"][1]
     assert "## Engines" in report and "| no_replay_buffer | " in report.split("## Engines")[1]
+    assert status_markdown(load_study(out)) == (
+        "**Status: 8 of 8 runs finished** (seeds 0-3; 4 runs of seeds 0-1 by the batched engine; 4 runs of seeds 2-3 "
+        "by the process engine).\n"
+    )
 
 
 def test_unknown_engine_is_a_one_line_error(tmp_path, capsys):

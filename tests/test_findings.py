@@ -12,6 +12,7 @@ from sb3_ablation.study.report import (
     findings_markdown,
     findings_parts,
     quoted_findings,
+    status_markdown,
     study_model,
 )
 
@@ -23,7 +24,7 @@ REPS = 100
 
 @pytest.mark.parametrize("study", STUDIES)
 def test_readme_quotes_the_findings_regenerated_from_the_committed_records(study):
-    model, _ = study_model(ROOT / "docs" / "studies" / study, reps=REPS)
+    model, data = study_model(ROOT / "docs" / "studies" / study, reps=REPS)
     readme = (ROOT / "README.md").read_text()
     parts = findings_parts(model)
     assert quoted_findings(readme, "pendulum", "per-task") is not None  # the markers are where the test looks
@@ -31,6 +32,8 @@ def test_readme_quotes_the_findings_regenerated_from_the_committed_records(study
         assert quoted_findings(readme, study, part) == text, (
             f"README's {study} {part} findings differ from the regenerated ones"
         )
+    if study == "multitask":  # its status line: finished runs of the planned ones, and each engine's seeds
+        assert quoted_findings(readme, study, "status") == status_markdown(data)
     report = (ROOT / "docs" / "studies" / study / "report.md").read_text()
     committed = report[report.index(FINDINGS_START) + len(FINDINGS_START) : report.index(FINDINGS_END)]
     assert committed.strip() == findings_markdown(model).strip(), f"docs/studies/{study}/report.md is not current"

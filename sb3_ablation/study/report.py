@@ -316,6 +316,34 @@ def findings_parts(model: ReportModel) -> dict[str, str]:
     return parts
 
 
+def status_markdown(data: StudyData) -> str:
+    """
+    How far a study is, for README (``<!-- generated:<study>:status:start/end -->``): its finished runs of the planned
+    ones (envs x variants x seeds) and the seeds each engine trained.
+    """
+    planned = len(data.envs) * len(data.variants) * len(data.manifest["seeds"])
+    finished = sum(len(keys) for keys in data.engines.values())
+    engines = "; ".join(
+        f"{_plural(len(keys), 'run')} of seeds {_seed_ranges({seed for _, _, seed in keys})} by the {engine} engine"
+        for engine, keys in sorted(data.engines.items(), key=lambda item: min(seed for _, _, seed in item[1]))
+    )
+    left = planned - finished
+    rest = f"; {left} to run or rerun ({len(data.failed)} failed)" if left else ""
+    seeds = _seed_ranges(set(data.manifest["seeds"]))
+    return f"**Status: {finished} of {planned} runs finished** (seeds {seeds}; {engines}{rest}).\n"
+
+
+def _seed_ranges(seeds: set[int]) -> str:
+    """``0-4, 7``: sorted seeds with runs of consecutive ones joined."""
+    runs: list[list[int]] = []
+    for seed in sorted(seeds):
+        if runs and seed == runs[-1][-1] + 1:
+            runs[-1].append(seed)
+        else:
+            runs.append([seed])
+    return ", ".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
+
+
 def _quoted_findings_pattern(study: str, part: str) -> tuple[re.Pattern[str], str, str]:
     """The pattern of a quoted findings block, and its start and end markers."""
     start, end = f"<!-- generated:{study}:{part}:start -->\n", f"<!-- generated:{study}:{part}:end -->"
