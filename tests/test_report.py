@@ -315,6 +315,14 @@ def test_a_plan_in_the_study_file_is_validated_and_stored_as_declared(tmp_path):
     config.analysis = {**declared, "alpha": 0.2}
     open_manifest(config, {}, {})
     assert read_json(tmp_path / "study.json")["analysis"]["alpha"] == 0.1
+    # a study made before plans existed declares none, and taking more seeds does not declare one after the fact
+    manifest = read_json(tmp_path / "study.json")
+    del manifest["analysis"]
+    write_json_atomic(tmp_path / "study.json", manifest)
+    config.seeds = [0, 1, 2]
+    open_manifest(config, {}, {})
+    extended = read_json(tmp_path / "study.json")
+    assert "analysis" not in extended and extended["seeds"] == [0, 1, 2]
 
 
 def test_report_flags_change_the_plan_and_bad_ones_are_refused(tmp_path, capsys):

@@ -257,6 +257,7 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
                 f"{config.out} holds a study made with different settings: {'; '.join(diffs)}. "
                 "Use another --out, or the same settings to resume it"
             )
+    created = manifest is None
     manifest = manifest or {"format": MANIFEST_FORMAT, "settings": pinned["settings"], "hyperparams": {}}
     manifest["settings"].setdefault("env_hyperparams", {}).update(pinned["settings"].get("env_hyperparams") or {})
     for env, by_algo in pinned["hyperparams"].items():
@@ -266,8 +267,10 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
     manifest["seeds"] = sorted(manifest["seeds"])
     manifest["versions"] = versions
     manifest["config"] = to_jsonable({k: v for k, v in asdict(config).items() if k not in ("progress",)})
-    # the analysis plan declared first stays: a later one is the report's to compare with it (config.analysis)
-    manifest.setdefault("analysis", to_jsonable(config.analysis))
+    if created:
+        # the plan is declared with the study: a later one is the report's to compare with it (config.analysis), and
+        # a study made before plans existed keeps declaring none when it takes more runs
+        manifest["analysis"] = to_jsonable(config.analysis)
     write_json_atomic(path, manifest)
     return manifest
 
