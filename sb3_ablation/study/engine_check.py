@@ -51,10 +51,10 @@ def engine_sections(data: StudyData, envs: Sequence[EnvResult], baseline: str | 
     for env_result in envs:
         env, outcome = env_result.env, env_result.outcomes[0]
         rows = []
+        base_seeds, base_values = outcome_values(data, env, baseline, outcome.outcome.key, plan)
+        base = dict(zip(base_seeds.tolist(), base_values.tolist(), strict=True))
         for variant in outcome.comparisons:
-            base_seeds, base_values = outcome_values(data, env, baseline, outcome.outcome.key, plan)
             seeds, values = outcome_values(data, env, variant, outcome.outcome.key, plan)
-            base = dict(zip(base_seeds.tolist(), base_values.tolist(), strict=True))
             by_engine: dict[str, list[float]] = {}
             for seed, value in zip(seeds.tolist(), values.tolist(), strict=True):
                 if seed in base:

@@ -124,6 +124,11 @@ class RunRecord(RunSettings):
         return {"format": self.format, **{key: value for key, value in entries.items() if value is not UNSET}}
 
 
+def trained_by(record: dict[str, Any]) -> str:
+    """The engine that trained a run, from its record as written (the process engine's records do not name it)."""
+    return record.get("engine", "process")
+
+
 def timestamp() -> str:
     """A record's ``finished_at``: local time with its UTC offset."""
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")

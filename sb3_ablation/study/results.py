@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from sb3_ablation.common.training_stats import ACTOR_STD, TARGET_Q_MEAN, TD_ERROR, TWIN_Q_GAP, q_mean_key
+from sb3_ablation.study.records import trained_by
 from sb3_ablation.study.store import iter_runs, read_manifest, unreadable_runs
 
 # The training diagnostics of a format-2 record, in the order the report shows them (q2_mean is left out: the twin
@@ -152,7 +153,7 @@ def load_study(out: str | os.PathLike) -> StudyData:
         versions = record.get("versions") or {}
         made_with = ", ".join(f"{name} {versions[name]}" for name in sorted(versions)) or "not recorded"
         software.setdefault(made_with, []).append(key)
-        engines.setdefault(record.get("engine", "process"), []).append(key)  # the process engine does not name itself
+        engines.setdefault(trained_by(record), []).append(key)
         runs.setdefault(record["env"], {}).setdefault(record["variant"], []).append(RunCurves.from_record(record))
         if record["env"] not in envs:
             envs.append(record["env"])

@@ -29,7 +29,7 @@ import numpy as np
 
 from sb3_ablation.common.io import atomic_path, read_json, write_json_atomic
 from sb3_ablation.study.config import StudyConfig, StudyError, to_jsonable
-from sb3_ablation.study.records import RUN_FILE_FORMAT, SAME_EVALUATIONS, RunRecord
+from sb3_ablation.study.records import RUN_FILE_FORMAT, SAME_EVALUATIONS, RunRecord, trained_by
 
 MANIFEST_NAME = "study.json"
 MANIFEST_FORMAT = 1
@@ -289,11 +289,11 @@ def check_seed_engines(out: str | os.PathLike, tasks: Iterable[tuple[str, int]],
     for env, seed in dict.fromkeys(tasks):
         for path in sorted(run_path(out, env, "variant", seed).parent.parent.glob(f"*/seed_{seed}.json")):
             record = read_run(path)
-            trained_by = (record or {}).get("engine", "process")  # records of the process engine do not name it
-            if record is not None and record.get("status") == "ok" and trained_by != engine:
+            if record is not None and record.get("status") == "ok" and trained_by(record) != engine:
+                other = trained_by(record)
                 raise StudyError(
-                    f"{env} seed {seed} has runs of the {trained_by} engine ({path}), and a seed's runs are compared "
-                    f"with each other: train it with --engine {trained_by}, or use other seeds for --engine {engine}"
+                    f"{env} seed {seed} has runs of the {other} engine ({path}), and a seed's runs are compared "
+                    f"with each other: train it with --engine {other}, or use other seeds for --engine {engine}"
                 )
 
 
