@@ -40,9 +40,14 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", text)
 
 
+def env_folder(out: str | os.PathLike, env_id: str) -> Path:
+    """The runs of one env: ``<out>/runs/<env>``."""
+    return Path(out) / "runs" / safe_name(env_id)
+
+
 def run_path(out: str | os.PathLike, env_id: str, variant: str, seed: int) -> Path:
     """The record of one run: ``<out>/runs/<env>/<variant>/seed_<seed>.json``."""
-    return Path(out) / "runs" / safe_name(env_id) / safe_name(variant) / f"seed_{seed}.json"
+    return env_folder(out, env_id) / safe_name(variant) / f"seed_{seed}.json"
 
 
 def model_path(record_path: str | os.PathLike) -> Path:
@@ -287,7 +292,7 @@ def check_seed_engines(out: str | os.PathLike, tasks: Iterable[tuple[str, int]],
     :raises StudyError: a finished run of one of these seeds was trained by another engine
     """
     for env, seed in dict.fromkeys(tasks):
-        for path in sorted(run_path(out, env, "variant", seed).parent.parent.glob(f"*/seed_{seed}.json")):
+        for path in sorted(env_folder(out, env).glob(f"*/seed_{seed}.json")):
             record = read_run(path)
             if record is not None and record.get("status") == "ok" and trained_by(record) != engine:
                 other = trained_by(record)
