@@ -8,12 +8,14 @@ import pytest
 from scipy import stats
 
 from sb3_ablation import SWITCHES
-from sb3_ablation.study.config import StudyError
+from sb3_ablation.study.config import StudyError, resolve_hyperparams
 from sb3_ablation.study.evaluation import discounted_returns
-from sb3_ablation.study.report import write_report
+from sb3_ablation.study.execute import library_versions
+from sb3_ablation.study.report import status_markdown, write_report
+from sb3_ablation.study.results import load_study
 from sb3_ablation.study.runner import run_study
 from sb3_ablation.study.statistics import outcome_statistics
-from sb3_ablation.study.store import iter_runs, run_path
+from sb3_ablation.study.store import iter_runs, open_manifest, planned_runs, run_path
 from sb3_ablation.study.variants import expand_preset, parse_variant, resolve_variants
 
 
@@ -66,6 +68,28 @@ def test_study_refuses_a_folder_made_with_other_settings(tmp_path, tiny_study):
     run_study(tiny_study(tmp_path, variants=["td3"], seeds=1), log=lambda _: None)
     with pytest.raises(StudyError, match="n_timesteps"):
         run_study(tiny_study(tmp_path, variants=["td3"], seeds=1, n_timesteps=400), log=lambda _: None)
+
+
+def test_more_seeds_of_some_variants_plan_those_runs_alone(tmp_path, tiny_study):
+    """More seeds for the comparisons the report leaves unresolved (its seeds needed) extend the plan by those runs
+    alone; a manifest of an earlier version, without grids, plans its lists' whole product."""
+
+    def extend(**settings):
+        config = tiny_study(tmp_path, **settings)
+        return open_manifest(config, resolve_hyperparams(config, config.variant_objects), library_versions())
+
+    manifest = extend(variants=["td3", "no_clipped_double_q", "no_target_networks"], seeds=2)
+    del manifest["grids"]  # as written before grids existed
+    (tmp_path / "study.json").write_text(json.dumps(manifest))
+    assert len(planned_runs(manifest)) == 6
+    manifest = extend(variants=["td3", "no_clipped_double_q"], seeds=[2, 3])
+    assert manifest["seeds"] == [0, 1, 2, 3] and len(manifest["grids"]) == 2
+    planned = planned_runs(manifest)
+    assert len(planned) == 10 and ("Pendulum-v1", "no_target_networks", 2) not in planned
+    assert extend(variants=["td3"], seeds=[1, 3])["grids"] == manifest["grids"]  # already planned: no new grid
+    data = load_study(tmp_path)
+    assert sorted(data.missing) == sorted(planned)
+    assert status_markdown(data).startswith("**Status: 0 of 10 runs finished** (seeds 0-3")
 
 
 def test_failing_run_is_recorded_while_the_others_finish(tmp_path, tiny_study):

@@ -68,7 +68,7 @@ from sb3_ablation.study.statistics import (
     normalized_scores,
     performance_profile,
 )
-from sb3_ablation.study.store import safe_name
+from sb3_ablation.study.store import planned_runs, safe_name
 from sb3_ablation.study.variants import baseline_name
 
 __all__ = [
@@ -319,9 +319,9 @@ def findings_parts(model: ReportModel) -> dict[str, str]:
 def status_markdown(data: StudyData) -> str:
     """
     How far a study is, for README (``<!-- generated:<study>:status:start/end -->``): its finished runs of the planned
-    ones (envs x variants x seeds) and the seeds each engine trained.
+    ones (:func:`~sb3_ablation.study.store.planned_runs`) and the seeds each engine trained.
     """
-    planned = len(data.envs) * len(data.variants) * len(data.manifest["seeds"])
+    planned = len(planned_runs(data.manifest))
     finished = sum(len(keys) for keys in data.engines.values())
     engines = "; ".join(
         f"{_plural(len(keys), 'run')} of seeds {_seed_ranges({seed for _, _, seed in keys})} by the {engine} engine"

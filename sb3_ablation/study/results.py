@@ -19,7 +19,7 @@ import numpy as np
 
 from sb3_ablation.common.training_stats import ACTOR_STD, TARGET_Q_MEAN, TD_ERROR, TWIN_Q_GAP, q_mean_key
 from sb3_ablation.study.records import trained_by
-from sb3_ablation.study.store import iter_runs, read_manifest, unreadable_runs
+from sb3_ablation.study.store import iter_runs, planned_runs, read_manifest, unreadable_runs
 
 # The training diagnostics of a format-2 record, in the order the report shows them (q2_mean is left out: the twin
 # gap |Q1 - Q2| says what a second critic adds)
@@ -133,7 +133,7 @@ def load_study(out: str | os.PathLike) -> StudyData:
         the runs' warnings
     """
     manifest = read_manifest(out)
-    envs, variants, seeds = list(manifest["envs"]), list(manifest["variants"]), list(manifest["seeds"])
+    envs, variants = list(manifest["envs"]), list(manifest["variants"])
     runs: dict[str, dict[str, list[RunCurves]]] = {}
     failed, done = [], set()
     warnings: dict[str, list[tuple[str, str, int]]] = {}
@@ -164,13 +164,7 @@ def load_study(out: str | os.PathLike) -> StudyData:
         for run_list in by_variant.values():
             run_list.sort(key=lambda run: run.seed)
     failed_keys = {(r["env"], r["variant"], int(r["seed"])) for r in failed}
-    missing = [
-        (env, variant, seed)
-        for env in envs
-        for variant in variants
-        for seed in seeds
-        if (env, variant, seed) not in done and (env, variant, seed) not in failed_keys
-    ]
+    missing = [key for key in planned_runs(manifest) if key not in done and key not in failed_keys]
     return StudyData(Path(out), manifest, envs, variants, runs, failed, missing, warnings, software, engines)
 
 

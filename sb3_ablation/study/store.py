@@ -267,8 +267,12 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
     manifest["settings"].setdefault("env_hyperparams", {}).update(pinned["settings"].get("env_hyperparams") or {})
     for env, by_algo in pinned["hyperparams"].items():
         manifest["hyperparams"].setdefault(env, {}).update(by_algo)
-    for key, values in (("envs", config.envs), ("variants", config.variants), ("seeds", config.seeds)):
-        manifest[key] = list(dict.fromkeys([*manifest.get(key, []), *values]))
+    # the runs planned: each invocation's grid; a manifest of an earlier version planned its lists' whole product
+    grids = manifest.get("grids") or ([] if created else [_whole_grid(manifest)])
+    grid = {"envs": list(config.envs), "variants": list(config.variants), "seeds": sorted(config.seeds)}
+    manifest["grids"] = grids if set(_grid_runs([grid])) <= set(_grid_runs(grids)) else [*grids, grid]
+    for key in ("envs", "variants", "seeds"):
+        manifest[key] = list(dict.fromkeys([*manifest.get(key, []), *grid[key]]))
     manifest["seeds"] = sorted(manifest["seeds"])
     manifest["versions"] = versions
     manifest["config"] = to_jsonable({k: v for k, v in asdict(config).items() if k not in ("progress",)})
@@ -278,6 +282,30 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
         manifest["analysis"] = to_jsonable(config.analysis)
     write_json_atomic(path, manifest)
     return manifest
+
+
+def _whole_grid(manifest: dict) -> dict[str, list]:
+    return {key: list(manifest.get(key, [])) for key in ("envs", "variants", "seeds")}
+
+
+def planned_runs(manifest: dict) -> list[tuple[str, str, int]]:
+    """
+    The ``(env, variant, seed)`` of every run a study plans: the union of its invocations' grids (envs x variants x
+    seeds), so that more seeds of a few variants (``--variants td3,no_clipped_double_q --seeds 10 11 ... 19``) do not plan
+    them for every variant; a manifest without grids (an earlier version's) plans its lists' whole product.
+    """
+    return _grid_runs(manifest.get("grids") or [_whole_grid(manifest)])
+
+
+def _grid_runs(grids: list[dict[str, list]]) -> list[tuple[str, str, int]]:
+    runs = (
+        (env, variant, int(seed))
+        for grid in grids
+        for env in grid["envs"]
+        for variant in grid["variants"]
+        for seed in grid["seeds"]
+    )
+    return list(dict.fromkeys(runs))
 
 
 def check_seed_engines(out: str | os.PathLike, tasks: Iterable[tuple[str, int]], engine: str) -> None:
