@@ -269,7 +269,7 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
         manifest["hyperparams"].setdefault(env, {}).update(by_algo)
     # the runs planned: each invocation's grid; a manifest of an earlier version planned its lists' whole product
     grids = manifest.get("grids") or ([] if created else [_whole_grid(manifest)])
-    grid = {"envs": list(config.envs), "variants": list(config.variants), "seeds": sorted(config.seeds)}
+    grid: dict[str, list] = {"envs": list(config.envs), "variants": list(config.variants), "seeds": sorted(config.seeds)}
     manifest["grids"] = grids if set(_grid_runs([grid])) <= set(_grid_runs(grids)) else [*grids, grid]
     for key in ("envs", "variants", "seeds"):
         manifest[key] = list(dict.fromkeys([*manifest.get(key, []), *grid[key]]))
