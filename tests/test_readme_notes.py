@@ -65,16 +65,21 @@ def old_bias_at_end(run: RunCurves) -> float:
     return float(run.values["bias"][-1])
 
 
+def study_plan(data: StudyData) -> AnalysisPlan:
+    """The plan a study declared (the default plan for a study made before plans)."""
+    return AnalysisPlan.from_dict(data.manifest["analysis"]) if "analysis" in data.manifest else AnalysisPlan()
+
+
 def verdicts(data: StudyData, env: str, outcome: str | None = None) -> dict[str, Comparison]:
     """An outcome's comparisons (default: the primary outcome's) on ``env`` from ``data``'s runs, under its plan."""
-    plan = AnalysisPlan.from_dict(data.manifest["analysis"]) if "analysis" in data.manifest else AnalysisPlan()
+    plan = study_plan(data)
     model = build_model(dataclasses.replace(data, envs=[env]), plan, None, "td3", reps=100, seed=0)
     return next(o for o in model.envs[0].outcomes if o.outcome.key == outcome or (outcome is None and o.primary)).comparisons
 
 
 def primary(data: StudyData, env: str, variant: str) -> dict[int, float]:
     """Each seed's primary outcome."""
-    plan = AnalysisPlan.from_dict(data.manifest["analysis"]) if "analysis" in data.manifest else AnalysisPlan()
+    plan = study_plan(data)
     return {run.seed: run_outcome(run, plan.primary, plan) for run in data.runs[env][variant]}
 
 
