@@ -15,6 +15,11 @@ class UnsupportedActionSpaceError(ValueError, AssertionError):
     """
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 run``, ``2 runs`` (``nouns``: the plural when it is not ``noun + "s"``)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
 @th.no_grad()
 def foreach_polyak_update(params: list[th.Tensor], target_params: list[th.Tensor], tau: float) -> None:
     """

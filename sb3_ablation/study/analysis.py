@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as scipy_stats
 
+from sb3_ablation.common.utils import plural
 from sb3_ablation.study.inference import DIFFERS, EQUIVALENT, UNRESOLVED, Comparison, compare_family, holm
 from sb3_ablation.study.plan import AnalysisPlan
 from sb3_ablation.study.results import StudyData
@@ -438,7 +439,7 @@ def summary_per_task(model: ReportModel) -> list[str]:
         n = sorted({c.n for c in primary.comparisons.values()})
         family = max(c.family_size for c in primary.comparisons.values())
         lines.append(
-            f"- **{e.env}**, {primary.outcome.name} ({_plural(len(e.window), 'evaluation')}: steps "
+            f"- **{e.env}**, {primary.outcome.name} ({plural(len(e.window), 'evaluation')}: steps "
             f"{e.window[0]:,}-{e.window[-1]:,} of {e.training_steps:,}), n = {'/'.join(map(str, n))} seed pairs, "
             + (f"family of {family}" if family else f"no test (fewer than {MIN_RUNS} pairs)")
             + f", alpha = {model.plan.alpha:g}, equivalence margin ±{fmt(primary.margin)} "
@@ -456,7 +457,7 @@ def summary_per_task(model: ReportModel) -> list[str]:
             ]
             rest = len(result.comparisons) - len(differs) - len(equivalent)
             lines.append(
-                f"  - {result.outcome.name.capitalize()}: {'; '.join(parts)}; {_plural(rest, 'comparison')} unresolved."
+                f"  - {result.outcome.name.capitalize()}: {'; '.join(parts)}; {plural(rest, 'comparison')} unresolved."
             )
         lines.append("")
     return lines
@@ -506,10 +507,6 @@ def summary_across_tasks(model: ReportModel) -> list[str]:
 def primary_name(model: ReportModel) -> str:
     names = [primary.outcome.name for e in model.envs if (primary := e.outcome(model.plan.primary))]
     return names[0] if names else model.plan.primary
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+from sb3_ablation.common.utils import plural
 from sb3_ablation.study.config import BACKENDS, StudyError
 
 
@@ -151,11 +152,11 @@ def _check_ray() -> None:
 
 
 def _local_where(workers: int, address: str | None) -> str:
-    return f"{workers} worker process{'' if workers == 1 else 'es'}"
+    return plural(workers, "worker process", "worker processes")
 
 
 def _ray_where(workers: int, address: str | None) -> str:
-    return f"the Ray cluster at {address}" if address else f"a local Ray with {workers} CPU{'' if workers == 1 else 's'}"
+    return f"the Ray cluster at {address}" if address else f"a local Ray with {plural(workers, 'CPU')}"
 
 
 def _run_local(

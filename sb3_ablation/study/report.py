@@ -28,6 +28,7 @@ import numpy as np
 
 from sb3_ablation.common.io import write_json_atomic, write_text_atomic
 from sb3_ablation.common.training_stats import ACTOR_STD, TARGET_Q_MEAN, TD_ERROR, TWIN_Q_GAP, q_mean_key
+from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analysis import (
     OLD_MEASURE,
     AcrossTasks,
@@ -127,10 +128,6 @@ def _seed_counts(stats: dict[str, VariantStats]) -> str:
     return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _training_steps(manifest: dict) -> str:
     """Each env's training steps as its runs used them (the resolved zoo hyperparameters in the manifest)."""
     steps = {
@@ -188,8 +185,8 @@ def too_few_runs_note(stats: dict[str, VariantStats], baseline: str | None) -> s
     return (
         f"**No claim where a variant has fewer than {MIN_RUNS} runs** "
         f"(here {counts} run{'' if counts == '1' else 's'} per variant): every comparison is `unresolved`, untested. "
-        f"A bootstrap of {_plural(n, 'value')} is no confidence interval, a t-test on so few pairs rests on an "
-        f"assumption it cannot check, and an exact permutation test on {base_n} against {_plural(n, 'run')} cannot go "
+        f"A bootstrap of {plural(n, 'value')} is no confidence interval, a t-test on so few pairs rests on an "
+        f"assumption it cannot check, and an exact permutation test on {base_n} against {plural(n, 'run')} cannot go "
         f"below p = {min_permutation_p(base_n, n):.2g}, before any correction for the comparisons of a family. "
         "The tables show each seed's value and each seed's difference to the baseline (the runs of a seed share "
         "initial weights and evaluation episodes); read them as a description of these runs, not as evidence. "
@@ -277,7 +274,7 @@ def _plan_section(model: ReportModel, data: StudyData) -> list[str]:
             + "; ".join(AnalysisPlan.from_dict(latest).differences(model.declared))
             + "."
         )
-    windows = ", ".join(f"{e.env} {_plural(len(e.window), 'evaluation')} ({e.window[0]:,}-{e.window[-1]:,} of "
+    windows = ", ".join(f"{e.env} {plural(len(e.window), 'evaluation')} ({e.window[0]:,}-{e.window[-1]:,} of "
                         f"{e.training_steps:,} steps)" for e in model.envs if e.window)  # fmt: skip
     margins = "; ".join(f"{e.env} ±{_fmt(result.margin)} ({result.margin_how})"
                         for e in model.envs if (result := e.outcome(plan.primary)))  # fmt: skip
@@ -324,7 +321,7 @@ def status_markdown(data: StudyData) -> str:
     planned = len(planned_runs(data.manifest))
     finished = sum(len(keys) for keys in data.engines.values())
     engines = "; ".join(
-        f"{_plural(len(keys), 'run')} of seeds {_seed_ranges({seed for _, _, seed in keys})} by the {engine} engine"
+        f"{plural(len(keys), 'run')} of seeds {_seed_ranges({seed for _, _, seed in keys})} by the {engine} engine"
         for engine, keys in sorted(data.engines.items(), key=lambda item: min(seed for _, _, seed in item[1]))
     )
     left = planned - finished
@@ -676,7 +673,7 @@ def _made_with_lines(groups: dict[str, list[tuple[str, str, int]]], data: StudyD
         return [one.format(next(iter(groups))), ""]
     lines = [several, ""]
     for value, keys in sorted(groups.items(), key=lambda item: -len(item[1])):
-        lines.append(f"- {value}: {_plural(len(keys), 'run')}, {_runs_by_env_variant(keys, data)}")
+        lines.append(f"- {value}: {plural(len(keys), 'run')}, {_runs_by_env_variant(keys, data)}")
     return [*lines, ""]
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from sb3_ablation.common.utils import plural
 from sb3_ablation.study.backends import BY_NAME as BACKENDS
 from sb3_ablation.study.backends import default_workers
 from sb3_ablation.study.config import StudyConfig, StudyError, check_envs, make_tasks, resolve_hyperparams
@@ -60,11 +61,6 @@ class StudyResult:
             )
             text += "".join(f"\n  {line}" for line in self.failed)
         return text
-
-
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """``1 run``, ``2 runs`` (``nouns``: the plural when it is not ``noun + "s"``)."""
-    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
 
 
 def check_before_writing(config: StudyConfig, variants: list[Variant], resolved: dict[str, dict[str, dict]]) -> None:
