@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"
 STUDY = STUDIES / "multitask"
 SEEDS = (0, 1, 2, 3, 4)
+LATER_SEEDS = (5, 6, 7, 8, 9)
 TSC = ("no_target_policy_smoothing", "no_delayed_policy_update", "no_clipped_double_q")  # the TD3 paper's additions
 
 
@@ -42,6 +43,12 @@ def readme_text(start: str, end: str) -> str:
 def data() -> StudyData:
     """The three-task study's seeds the notes speak of."""
     return study_seeds(STUDY)
+
+
+@pytest.fixture(scope="module")
+def later() -> StudyData:
+    """The three-task study's seeds 5-9 (batched engine), which the notes' last paragraphs speak of."""
+    return study_seeds(STUDY, LATER_SEEDS)
 
 
 @pytest.fixture(scope="module")
@@ -228,3 +235,66 @@ def test_lunarlander_note(data, notes):
     assert {c.verdict for c in verdicts(data, "LunarLanderContinuous-v3").values()} == {"unresolved"}
     assert "Without clipped double Q every one of seeds 0-4 overestimated at the end (old measure)" in notes
     assert all(old_bias_at_end(run) > 0 for run in lander["no_clipped_double_q"])
+
+
+def test_study_intro_on_lunarlander_landings():
+    intro = readme_text("### Three more tasks", "What the verdicts leave out, per task")
+    td3 = study_seeds(STUDY, range(10)).runs["LunarLanderContinuous-v3"]["td3"]
+    assert len(td3) == 10
+    assert (
+        "lands reliably in only one of its 10 seeds: one seed's evaluations (the mean of 10 episodes) reached 150, " in intro
+    )
+    assert "the other nine's never did" in intro
+    assert sum(returns(run).max() >= 150 for run in td3) == 1
+
+
+def test_later_seeds_hopper(later, notes):
+    hopper = later.runs["Hopper-v5"]
+    assert sum(len(runs) for runs in hopper.values()) == 35 and "Seeds 5-9 (batched engine, 35 runs) show the same" in notes
+    finals = [returns(run)[-1] for run in hopper["td3"]]
+    assert f"TD3 ends at {min(finals):.0f}-{max(finals):.0f}." in notes
+
+    # four critics diverge early and collapse with the policy; seed 6 diverges later and stays diverged
+    early = {run.seed: critic(run) for run in hopper["no_target_networks"] if run.seed != 6}
+    peaks = [q.max() for _, q in early.values()]
+    assert (
+        f"four seeds' critics peak between {min(peaks) / 1e5:.0f} x 10^5 and {max(peaks) / 1e5:.0f} x 10^5 within 15-20k"
+        in notes
+    )
+    assert all(15_000 <= t[q.argmax()] <= 20_000 and q[-1] < 0 for t, q in early.values())
+    assert all(returns(run)[-1] < 10 for run in hopper["no_target_networks"] if run.seed != 6)
+    (late,) = [run for run in hopper["no_target_networks"] if run.seed == 6]
+    t, q = critic(late)
+    assert f"its mean Q peaks at {q.max() / 1e7:.0f} x 10^7 at {t[q.argmax()] // 1000}k steps and is still" in notes
+    assert f"{q[-1] / 1e6:.0f} x 10^6 at the end" in notes
+    assert f"reached {returns(late).max():,.0f} in one evaluation before its return fell to {returns(late)[-1]:.0f}." in notes
+
+
+def test_later_seeds_halfcheetah(later, notes):
+    cheetah = later.runs["HalfCheetah-v5"]
+    finals = [returns(run)[-1] for run in cheetah["td3"]]
+    assert f"Seeds 5-9 (batched engine, 35 runs): TD3 ends at {min(finals):,.0f}-{max(finals):,.0f}." in notes
+    runs = cheetah["no_target_networks"]
+    highest = max(runs, key=lambda run: critic(run)[1].max())
+    peak = critic(highest)[1].max()
+    assert (
+        f"no critic diverges as far as seed 3's did (the highest peak of mean Q is {peak / 1e4:.0f} x 10^4, "
+        f"seed {highest.seed})" in notes
+    )
+    assert peak < 1e9 and critic(study_seeds(STUDY).runs["HalfCheetah-v5"]["no_target_networks"][3])[1][-1] > 1e9
+    assert "every seed ends with Q below 0, and four of the five with negative returns" in notes
+    assert all(critic(run)[1][-1] < 0 for run in runs)
+    positive = [run for run in runs if returns(run)[-1] >= 0]
+    assert len(positive) == 1 and f"seed {positive[0].seed} ends at +{returns(positive[0])[-1]:,.0f}." in notes
+
+
+def test_later_seeds_lunarlander(later, notes):
+    td3 = later.runs["LunarLanderContinuous-v3"]["td3"]
+    average = np.mean([returns(run)[run.timesteps >= 100_000] for run in td3])
+    assert f"Seeds 5-9 (batched engine, 35 runs) did better: TD3 averages about {average:.0f} from 100k steps on." in notes
+    (lander,) = [run for run in td3 if returns(run).max() >= 150]
+    best = returns(lander)
+    assert f"Seed {lander.seed}'s TD3 reached {best.max():.1f} at {lander.timesteps[best.argmax()] // 1000}k steps" in notes
+    assert f"had {(best >= 150).sum()} evaluations of 150 or more, then ended at {best[-1]:.1f}." in notes
+    others = max(returns(run).max() for run in td3 if run is not lander)
+    assert f"The other four never reached 150 (best {others:.1f})." in notes
