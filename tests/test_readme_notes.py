@@ -13,7 +13,7 @@ from sb3_ablation.study.analysis import build_model, run_outcome
 from sb3_ablation.study.inference import Comparison
 from sb3_ablation.study.plan import AnalysisPlan
 from sb3_ablation.study.results import RunCurves, StudyData, load_study
-from sb3_ablation.study.store import read_run, run_path
+from sb3_ablation.study.store import planned_runs, read_run, run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"
@@ -298,3 +298,35 @@ def test_later_seeds_lunarlander(later, notes):
     assert f"had {(best >= 150).sum()} evaluations of 150 or more, then ended at {best[-1]:.1f}." in notes
     others = max(returns(run).max() for run in td3 if run is not lander)
     assert f"The other four never reached 150 (best {others:.1f})." in notes
+
+    # with all 10 seeds: clipped double Q differs (in both engines' seeds alike), target networks stay unresolved
+    ten = study_seeds(STUDY, range(10))
+    comparisons = verdicts(ten, "LunarLanderContinuous-v3")
+    cdq, tn = comparisons["no_clipped_double_q"], comparisons["no_target_networks"]
+    assert cdq.n == 10 and cdq.verdict == "differs" and cdq.effect > 0
+    assert f"(`differs`, +{cdq.effect:.1f} [{cdq.ci[0]:.1f}, {cdq.ci[1]:.1f}], Holm {cdq.p_adjusted:.2g})" in notes
+    first = np.mean(cdq.differences[:5]), np.mean(cdq.differences[5:])
+    assert f"in seeds 0-4 (+{first[0]:.1f}) as in seeds 5-9 (+{first[1]:.1f})" in notes
+    assert min(first) > 0
+    assert tn.verdict == "unresolved" and f"stays `unresolved` (+{tn.effect:.1f}; {tn.seeds_needed} seeds would" in notes
+
+
+def test_more_seeds_go_where_the_estimate_is_within_reach():
+    """README's paragraph on seeds 10-19 names the comparisons the 10-seed report puts within 20 seeds."""
+    text = readme_text("Seeds 10-19 go only to the comparisons", "The report: [")
+    ten = study_seeds(STUDY, range(10))
+    unresolved = {
+        (env, variant): c.seeds_needed
+        for env in ten.envs
+        for variant, c in verdicts(ten, env).items()
+        if c.verdict == "unresolved"
+    }
+    within = [(env, variant, n) for (env, variant), n in unresolved.items() if n is not None and n <= 20]
+    assert within == [("HalfCheetah-v5", "no_clipped_double_q", 20)]
+    assert "is 20 or fewer: HalfCheetah-v5 no_clipped_double_q (20 seeds)" in text
+    nearest = sorted((n, env, variant) for (env, variant), n in unresolved.items() if n is not None and n > 20)[:2]
+    assert f"(the nearest: {nearest[0][1]} {nearest[0][2]} {nearest[0][0]}, {nearest[1][1]} {nearest[1][2]} " in text
+    assert f"{nearest[1][0]})" in text
+    # the plan has those seeds for that comparison alone
+    planned = {(env, variant) for env, variant, seed in planned_runs(load_study(STUDY).manifest) if seed >= 10}
+    assert planned <= {("HalfCheetah-v5", "td3"), ("HalfCheetah-v5", "no_clipped_double_q")}
