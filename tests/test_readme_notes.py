@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from sb3_ablation.study.analysis import build_model, run_outcome
+from sb3_ablation.study.answer import PAPER_TABLE2
 from sb3_ablation.study.inference import Comparison
 from sb3_ablation.study.plan import AnalysisPlan
 from sb3_ablation.study.results import RunCurves, StudyData, load_study
@@ -309,6 +310,10 @@ def test_later_seeds_lunarlander(later, notes):
     assert f"in seeds 0-4 (+{first[0]:.1f}) as in seeds 5-9 (+{first[1]:.1f})" in notes
     assert min(first) > 0
     assert tn.verdict == "unresolved" and f"stays `unresolved` (+{tn.effect:.1f}; {tn.seeds_needed} seeds would" in notes
+    paper = {task: table["no_clipped_double_q"] - table["td3"] for task, table in PAPER_TABLE2.items()}
+    assert "found removing clipped double Q costly on Hopper, Walker2d and Ant and slightly helpful on HalfCheetah" in notes
+    assert sorted(task for task, effect in paper.items() if effect < 0) == ["Ant", "Hopper", "Walker2d"]
+    assert f"(+{paper['HalfCheetah']:.0f})" in notes
 
 
 def test_more_seeds_go_where_the_estimate_is_within_reach():
@@ -327,6 +332,26 @@ def test_more_seeds_go_where_the_estimate_is_within_reach():
     nearest = sorted((n, env, variant) for (env, variant), n in unresolved.items() if n is not None and n > 20)[:2]
     assert f"(the nearest: {nearest[0][1]} {nearest[0][2]} {nearest[0][0]}, {nearest[1][1]} {nearest[1][2]} " in text
     assert f"{nearest[1][0]})" in text
-    # the plan has those seeds for that comparison alone
-    planned = {(env, variant) for env, variant, seed in planned_runs(load_study(STUDY).manifest) if seed >= 10}
-    assert planned <= {("HalfCheetah-v5", "td3"), ("HalfCheetah-v5", "no_clipped_double_q")}
+    # the plan has those seeds for that comparison alone, and they are in
+    study = load_study(STUDY)
+    planned = {(env, variant) for env, variant, seed in planned_runs(study.manifest) if seed >= 10}
+    assert planned == {("HalfCheetah-v5", "td3"), ("HalfCheetah-v5", "no_clipped_double_q")} and not study.missing
+
+    # what the 20 seed pairs say, beside the paper's +260 at 1M steps, and LunarLander's opposite verdict
+    cdq = verdicts(study, "HalfCheetah-v5")["no_clipped_double_q"]
+    assert cdq.n == 20 and cdq.verdict == "differs" and cdq.effect < 0
+    assert (
+        f"removing clipped double Q costs {cdq.effect:,.1f} [{cdq.ci[0]:,.1f}, {cdq.ci[1]:,.1f}] (Holm {cdq.p_adjusted:.2g})"
+        in text
+    )
+    paper = PAPER_TABLE2["HalfCheetah"]
+    assert f"where the TD3 paper measured +{paper['no_clipped_double_q'] - paper['td3']:.0f} at 1M steps" in text
+    lander = verdicts(study, "LunarLanderContinuous-v3")["no_clipped_double_q"]
+    assert lander.verdict == "differs" and lander.effect > 0
+    assert "clipped double Q is the one component whose effect changes sign between tasks here" in text
+    signs = {
+        variant: {np.sign(c.effect) for env in study.envs if (c := verdicts(study, env)[variant]).verdict == "differs"}
+        for variant in study.variants
+        if variant != "td3"
+    }
+    assert [variant for variant, found in signs.items() if len(found) == 2] == ["no_clipped_double_q"]

@@ -493,7 +493,10 @@ def summary_across_tasks(model: ReportModel) -> list[str]:
             + ")"
             for t in dependent
         )
-        lines.append(f"- **Task-dependent** (`differs` with opposite signs on different envs, not averaged): {items}.")
+        lines.append(
+            f"- **Task-dependent** (`differs` with opposite signs on different envs; the aggregates below average over "
+            f"the envs and say nothing about any one of them): {items}."
+        )
     else:
         lines.append("- No component `differs` with opposite signs on different envs.")
     for aggregate in across.aggregates:
