@@ -242,7 +242,7 @@ def test_committed_format_2_studies_take_new_seeds_of_format_3(tmp_path, study):
     config = StudyConfig(**{**manifest["config"], "out": str(tmp_path), "seeds": [5, 6, 7, 8, 9], "progress": False})
     extended = open_manifest(config, resolve_hyperparams(config, config.variant_objects), {})
     # the same settings, less the engine that manifests of earlier versions pinned (a seed's, not a folder's, now)
-    assert extended["seeds"] == list(range(10))
+    assert extended["seeds"] == sorted({*manifest["seeds"], *range(10)})
     assert extended["settings"] == {key: value for key, value in manifest["settings"].items() if key != "engine"}
 
 
