@@ -47,6 +47,12 @@ def data() -> StudyData:
 
 
 @pytest.fixture(scope="module")
+def ten() -> StudyData:
+    """The three-task study's seeds 0-9 (every variant's), which the study's introduction speaks of."""
+    return study_seeds(STUDY, range(10))
+
+
+@pytest.fixture(scope="module")
 def later() -> StudyData:
     """The three-task study's seeds 5-9 (batched engine), which the notes' last paragraphs speak of."""
     return study_seeds(STUDY, LATER_SEEDS)
@@ -238,9 +244,9 @@ def test_lunarlander_note(data, notes):
     assert all(old_bias_at_end(run) > 0 for run in lander["no_clipped_double_q"])
 
 
-def test_study_intro_on_lunarlander_landings():
+def test_study_intro_on_lunarlander_landings(ten):
     intro = readme_text("### Three more tasks", "What the verdicts leave out, per task")
-    td3 = study_seeds(STUDY, range(10)).runs["LunarLanderContinuous-v3"]["td3"]
+    td3 = ten.runs["LunarLanderContinuous-v3"]["td3"]
     assert len(td3) == 10
     assert (
         "lands reliably in only one of its 10 seeds: one seed's evaluations (the mean of 10 episodes) reached 150, " in intro
@@ -271,7 +277,7 @@ def test_later_seeds_hopper(later, notes):
     assert f"reached {returns(late).max():,.0f} in one evaluation before its return fell to {returns(late)[-1]:.0f}." in notes
 
 
-def test_later_seeds_halfcheetah(later, notes):
+def test_later_seeds_halfcheetah(data, later, notes):
     cheetah = later.runs["HalfCheetah-v5"]
     finals = [returns(run)[-1] for run in cheetah["td3"]]
     assert f"Seeds 5-9 (batched engine, 35 runs): TD3 ends at {min(finals):,.0f}-{max(finals):,.0f}." in notes
@@ -282,14 +288,15 @@ def test_later_seeds_halfcheetah(later, notes):
         f"no critic diverges as far as seed 3's did (the highest peak of mean Q is {peak / 1e4:.0f} x 10^4, "
         f"seed {highest.seed})" in notes
     )
-    assert peak < 1e9 and critic(study_seeds(STUDY).runs["HalfCheetah-v5"]["no_target_networks"][3])[1][-1] > 1e9
+    (seed_3,) = [run for run in data.runs["HalfCheetah-v5"]["no_target_networks"] if run.seed == 3]
+    assert peak < 1e9 and critic(seed_3)[1][-1] > 1e9
     assert "every seed ends with Q below 0, and four of the five with negative returns" in notes
     assert all(critic(run)[1][-1] < 0 for run in runs)
     positive = [run for run in runs if returns(run)[-1] >= 0]
     assert len(positive) == 1 and f"seed {positive[0].seed} ends at +{returns(positive[0])[-1]:,.0f}." in notes
 
 
-def test_later_seeds_lunarlander(later, notes):
+def test_later_seeds_lunarlander(ten, later, notes):
     td3 = later.runs["LunarLanderContinuous-v3"]["td3"]
     average = np.mean([returns(run)[run.timesteps >= 100_000] for run in td3])
     assert f"Seeds 5-9 (batched engine, 35 runs) did better: TD3 averages about {average:.0f} from 100k steps on." in notes
@@ -301,14 +308,15 @@ def test_later_seeds_lunarlander(later, notes):
     assert f"The other four never reached 150 (best {others:.1f})." in notes
 
     # with all 10 seeds: clipped double Q differs (in both engines' seeds alike), target networks stay unresolved
-    ten = study_seeds(STUDY, range(10))
-    comparisons = verdicts(ten, "LunarLanderContinuous-v3")
+    env = "LunarLanderContinuous-v3"
+    comparisons = verdicts(ten, env)
     cdq, tn = comparisons["no_clipped_double_q"], comparisons["no_target_networks"]
     assert cdq.n == 10 and cdq.verdict == "differs" and cdq.effect > 0
     assert f"(`differs`, +{cdq.effect:.1f} [{cdq.ci[0]:.1f}, {cdq.ci[1]:.1f}], Holm {cdq.p_adjusted:.2g})" in notes
-    first = np.mean(cdq.differences[:5]), np.mean(cdq.differences[5:])
-    assert f"in seeds 0-4 (+{first[0]:.1f}) as in seeds 5-9 (+{first[1]:.1f})" in notes
-    assert min(first) > 0
+    variant, td3_outcome = primary(ten, env, "no_clipped_double_q"), primary(ten, env, "td3")
+    by_engine = [np.mean([variant[seed] - td3_outcome[seed] for seed in seeds]) for seeds in (SEEDS, LATER_SEEDS)]
+    assert f"in seeds 0-4 (+{by_engine[0]:.1f}) as in seeds 5-9 (+{by_engine[1]:.1f})" in notes
+    assert min(by_engine) > 0
     assert tn.verdict == "unresolved" and f"stays `unresolved` (+{tn.effect:.1f}; {tn.seeds_needed} seeds would" in notes
     paper = {task: table["no_clipped_double_q"] - table["td3"] for task, table in PAPER_TABLE2.items()}
     assert "found removing clipped double Q costly on Hopper, Walker2d and Ant and slightly helpful on HalfCheetah" in notes
@@ -316,10 +324,9 @@ def test_later_seeds_lunarlander(later, notes):
     assert f"(+{paper['HalfCheetah']:.0f})" in notes
 
 
-def test_more_seeds_go_where_the_estimate_is_within_reach():
+def test_more_seeds_go_where_the_estimate_is_within_reach(ten):
     """README's paragraph on seeds 10-19 names the comparisons the 10-seed report puts within 20 seeds."""
     text = readme_text("Seeds 10-19 go only to the comparisons", "The report: [")
-    ten = study_seeds(STUDY, range(10))
     unresolved = {
         (env, variant): c.seeds_needed
         for env in ten.envs
@@ -337,8 +344,11 @@ def test_more_seeds_go_where_the_estimate_is_within_reach():
     planned = {(env, variant) for env, variant, seed in planned_runs(study.manifest) if seed >= 10}
     assert planned == {("HalfCheetah-v5", "td3"), ("HalfCheetah-v5", "no_clipped_double_q")} and not study.missing
 
-    # what the 20 seed pairs say, beside the paper's +260 at 1M steps, and LunarLander's opposite verdict
-    cdq = verdicts(study, "HalfCheetah-v5")["no_clipped_double_q"]
+    # what the 20 seed pairs say, beside the paper's +260 at 1M steps, and LunarLander's opposite verdict: the whole
+    # study's model, as the report builds it (its sign tests name the task-dependent components)
+    model = build_model(study, study_plan(study), None, "td3", reps=100, seed=0)
+    primary_comparisons = {e.env: next(o for o in e.outcomes if o.primary).comparisons for e in model.envs}
+    cdq = primary_comparisons["HalfCheetah-v5"]["no_clipped_double_q"]
     assert cdq.n == 20 and cdq.verdict == "differs" and cdq.effect < 0
     assert (
         f"removing clipped double Q costs {cdq.effect:,.1f} [{cdq.ci[0]:,.1f}, {cdq.ci[1]:,.1f}] (Holm {cdq.p_adjusted:.2g})"
@@ -346,12 +356,8 @@ def test_more_seeds_go_where_the_estimate_is_within_reach():
     )
     paper = PAPER_TABLE2["HalfCheetah"]
     assert f"where the TD3 paper measured +{paper['no_clipped_double_q'] - paper['td3']:.0f} at 1M steps" in text
-    lander = verdicts(study, "LunarLanderContinuous-v3")["no_clipped_double_q"]
+    lander = primary_comparisons["LunarLanderContinuous-v3"]["no_clipped_double_q"]
     assert lander.verdict == "differs" and lander.effect > 0
     assert "clipped double Q is the one component whose effect changes sign between tasks here" in text
-    signs = {
-        variant: {np.sign(c.effect) for env in study.envs if (c := verdicts(study, env)[variant]).verdict == "differs"}
-        for variant in study.variants
-        if variant != "td3"
-    }
-    assert [variant for variant, found in signs.items() if len(found) == 2] == ["no_clipped_double_q"]
+    assert model.across is not None
+    assert [test.variant for test in model.across.sign_tests if test.task_dependent] == ["no_clipped_double_q"]
