@@ -3,7 +3,7 @@ Do the process engine and the batched engine give the same results? Per variant,
 overestimation bias at the end) of the same study run with each engine: IQM of each with its 95% stratified-bootstrap
 CI, the IQM difference (batched - process) with its bootstrap CI, and the paired difference over seeds (the engines
 share each seed's initial weights and evaluation episodes) with its Student-t interval; the report's own statistics
-(sb3_ablation.study.statistics.outcome_statistics, rliable).
+(sb3_ablation.study.analyse.statistics.outcome_statistics, rliable).
 
     sb3-ablation study --config pendulum --engine batched --out docs/studies/pendulum-batched
     python benchmarks/engine_agreement.py docs/studies/pendulum docs/studies/pendulum-batched \\
@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source checkout without installing
 
-from sb3_ablation.study.results import load_study
-from sb3_ablation.study.statistics import outcome_statistics
+from sb3_ablation.study.analyse.results import load_study
+from sb3_ablation.study.analyse.statistics import outcome_statistics
 
 METRICS = {"mean_return": "final return", "bias": "overestimation at the end"}
 

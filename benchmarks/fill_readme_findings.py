@@ -5,8 +5,8 @@ Run from the repository root after regenerating a committed report: python bench
 
 from pathlib import Path
 
-from sb3_ablation.study.answer import ANSWER_STUDIES, StudyReport, answer_markdown
-from sb3_ablation.study.report import findings_parts, quote_findings, quoted_findings, status_markdown, study_model
+from sb3_ablation.study.render.answer import ANSWER_STUDIES, StudyReport, answer_markdown
+from sb3_ablation.study.render.report import findings_parts, quote_findings, quoted_findings, status_markdown, study_model
 
 readme = Path("README.md").read_text()
 for study in ("pendulum", "pendulum-batched", "multitask"):

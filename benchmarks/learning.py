@@ -38,7 +38,7 @@ from sb3_ablation.benchmark.cli import parse_model_list, parse_net_archs
 from sb3_ablation.benchmark.models import MODEL_NAMES, build_model
 from sb3_ablation.benchmark.tables import format_table
 from sb3_ablation.common.io import write_json_atomic
-from sb3_ablation.study.statistics import outcome_statistics
+from sb3_ablation.study.analyse.statistics import outcome_statistics
 
 ENV_ID = "Pendulum-v1"
 ZOO_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "zoo_configs", "ablatable_td3.yml")

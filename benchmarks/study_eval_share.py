@@ -12,8 +12,8 @@ import argparse
 import statistics
 from dataclasses import replace
 
-from sb3_ablation.study.config import StudyConfig, make_tasks, resolve_hyperparams
-from sb3_ablation.study.execute import execute_run
+from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
+from sb3_ablation.study.run.execute import execute_run
 
 
 def main() -> None:

@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source checkout without installing
 
-from sb3_ablation.study.config import StudyConfig
-from sb3_ablation.study.runner import run_study
+from sb3_ablation.study.plan.config import StudyConfig
+from sb3_ablation.study.run.runner import run_study
 
 
 def runs_per_hour(

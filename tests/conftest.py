@@ -3,7 +3,7 @@ from collections.abc import Callable
 import pytest
 import torch as th
 
-from sb3_ablation.study.config import StudyConfig
+from sb3_ablation.study.plan.config import StudyConfig
 
 # One torch thread: the parity tests compare bits, and CI runs two test workers on two cores
 th.set_num_threads(1)

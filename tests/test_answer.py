@@ -1,10 +1,10 @@
-"""The generated answer (sb3_ablation/study/answer.py) says what the reports say, and nothing else."""
+"""The generated answer (sb3_ablation/study/render/answer.py) says what the reports say, and nothing else."""
 
 import json
 
 import pytest
 
-from sb3_ablation.study.answer import PAPER_TABLE2, StudyReport, answer_markdown, paper_comparison, verdict_cell
+from sb3_ablation.study.render.answer import PAPER_TABLE2, StudyReport, answer_markdown, paper_comparison, verdict_cell
 from sb3_ablation.switches import TABLE
 
 

@@ -15,9 +15,9 @@ from torch import nn
 
 from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import AgentReplayBuffer, BatchedTD3
-from sb3_ablation.study.cli import study_main
-from sb3_ablation.study.config import StudyConfig, StudyError, make_tasks, resolve_hyperparams
-from sb3_ablation.study.store import run_path
+from sb3_ablation.cli.study import study_main
+from sb3_ablation.study.plan.config import StudyConfig, StudyError, make_tasks, resolve_hyperparams
+from sb3_ablation.study.store.runs import run_path
 
 SMALL = dict(learning_starts=50, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
 
@@ -179,8 +179,8 @@ STUDY = [
 
 
 def test_batched_study_runs_every_leave_one_out_variant_into_records_the_report_reads(tmp_path, capsys):
-    from sb3_ablation.study.cli import report_main
-    from sb3_ablation.study.results import load_study
+    from sb3_ablation.cli.study import report_main
+    from sb3_ablation.study.analyse.results import load_study
 
     out = tmp_path / "study"
     assert study_main([*STUDY, "--engine", "batched", "--out", str(out)]) == 0
@@ -214,9 +214,9 @@ def test_batched_study_runs_every_leave_one_out_variant_into_records_the_report_
 
 
 def test_a_seed_is_trained_by_one_engine_and_a_mixed_study_checks_the_engines_agree(tmp_path, capsys):
-    from sb3_ablation.study.cli import report_main
-    from sb3_ablation.study.report import status_markdown
-    from sb3_ablation.study.results import load_study
+    from sb3_ablation.cli.study import report_main
+    from sb3_ablation.study.analyse.results import load_study
+    from sb3_ablation.study.render.report import status_markdown
 
     out = tmp_path / "study"
     two_variants = [*STUDY, "--variants", "td3", "no_replay_buffer", "--out", str(out)]
@@ -269,8 +269,8 @@ def test_unknown_engine_is_a_one_line_error(tmp_path, capsys):
 
 
 def test_a_failing_agent_is_recorded_while_the_others_finish(tmp_path, monkeypatch):
-    from sb3_ablation.study.batched import execute_group, make_groups
-    from sb3_ablation.study.evaluation import OverestimationEvalCallback, TrainingDivergedError
+    from sb3_ablation.study.run.batched import execute_group, make_groups
+    from sb3_ablation.study.run.evaluation import OverestimationEvalCallback, TrainingDivergedError
 
     config = StudyConfig(
         envs=["Pendulum-v1"], variants=["td3"], seeds=[0, 1], out=str(tmp_path), n_timesteps=200, eval_freq=100,

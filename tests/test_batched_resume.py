@@ -17,9 +17,10 @@ import torch as th
 
 from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import BatchedTD3
-from sb3_ablation.study.batched import RunGroup, execute_group, group_checkpoints, make_groups
-from sb3_ablation.study.config import StudyConfig, make_tasks, resolve_hyperparams
-from sb3_ablation.study.store import RunCheckpoints, run_path
+from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
+from sb3_ablation.study.run.batched import RunGroup, execute_group, group_checkpoints, make_groups
+from sb3_ablation.study.store.checkpoints import RunCheckpoints
+from sb3_ablation.study.store.runs import run_path
 
 COMMITTED_RECORD = Path(__file__).resolve().parents[1] / "docs/studies/pendulum-factorial/runs/Pendulum-v1/td3/seed_0.json"
 # Ornstein-Uhlenbeck noise (it carries its last value) and two seeds: the state a resumed group has to get back is

@@ -21,8 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from sb3_ablation.study.config import SeedList, StudyConfig, find_config_file, load_config_file, make_tasks, shipped_studies
-from sb3_ablation.study.store import unreadable_runs
+from sb3_ablation.study.plan.config import (
+    SeedList,
+    StudyConfig,
+    find_config_file,
+    load_config_file,
+    make_tasks,
+    shipped_studies,
+)
+from sb3_ablation.study.store.runs import unreadable_runs
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = "Pendulum-v1"
@@ -158,8 +165,8 @@ DRIVER = textwrap.dedent(
     from sb3_ablation.cli import main
     # the libraries every command imports, imported once here rather than once per case
     import gymnasium, moviepy, rl_zoo3.enjoy, rl_zoo3.exp_manager, rl_zoo3.import_envs, rl_zoo3.train, rl_zoo3.utils
-    import sb3_ablation.benchmark.cli, sb3_ablation.study.cli, sb3_ablation.study.execute, sb3_ablation.study.report
-    import sb3_ablation.study.runner, sb3_ablation.zoo.enjoy, sb3_ablation.zoo.experiment, sb3_ablation.zoo.export
+    import sb3_ablation.benchmark.cli, sb3_ablation.cli.study, sb3_ablation.study.run.execute, sb3_ablation.study.render.report
+    import sb3_ablation.study.run.runner, sb3_ablation.zoo.enjoy, sb3_ablation.zoo.experiment, sb3_ablation.zoo.export
     import sb3_ablation.zoo.record_video, sb3_ablation.zoo.registry, sb3_ablation.zoo.train
     for env_id in ("Pendulum-v1", "CartPole-v1"):
         gymnasium.make(env_id).close()
@@ -269,7 +276,7 @@ def test_the_installed_script_gives_the_same_line(outcomes, case, tmp_path):
 
 
 def test_study_flags_follow_rl_zoo():
-    from sb3_ablation.study.cli import _study_parser, config_from_args
+    from sb3_ablation.cli.study import _study_parser, config_from_args
 
     def config(*argv: str) -> StudyConfig:
         return config_from_args(_study_parser().parse_args(["--env", ENV, *argv]))
@@ -298,8 +305,8 @@ def test_study_flags_follow_rl_zoo():
 
 
 def test_tensorboard_folder_reaches_each_runs_experiment_manager(tmp_path):
-    from sb3_ablation.study.config import resolve_hyperparams
-    from sb3_ablation.study.execute import make_manager
+    from sb3_ablation.study.plan.config import resolve_hyperparams
+    from sb3_ablation.study.run.execute import make_manager
 
     config = StudyConfig(envs=[ENV], variants=["td3"], seeds=SeedList([4]), out=str(tmp_path), tensorboard_log="tb")
     (task,) = make_tasks(config, config.variant_objects, resolve_hyperparams(config, config.variant_objects))
@@ -311,7 +318,7 @@ def test_tensorboard_folder_reaches_each_runs_experiment_manager(tmp_path):
 
 
 def test_shipped_studies_are_found_by_name_and_listed_in_help(capsys):
-    from sb3_ablation.study.cli import study_main
+    from sb3_ablation.cli.study import study_main
 
     assert set(shipped_studies()) == {"pendulum", "multitask", "td3_paper_mujoco", "pendulum_factorial", "hopper_factorial"}
     assert find_config_file("pendulum") == shipped_studies()["pendulum"]
@@ -338,7 +345,7 @@ def test_a_tuned_zoo_file_feeds_a_study(tmp_path):
         "learning_rate": 0.0007,
         "policy_kwargs": "dict(net_arch=[32, 32])",
     }
-    from sb3_ablation.study.config import resolve_hyperparams
+    from sb3_ablation.study.plan.config import resolve_hyperparams
 
     config = StudyConfig(**settings, variants=["leave-one-out"], seeds=1, out=str(tmp_path / "out"))
     resolved = resolve_hyperparams(config, config.variant_objects)
@@ -346,7 +353,7 @@ def test_a_tuned_zoo_file_feeds_a_study(tmp_path):
 
 
 def test_unreadable_run_record_is_named(tmp_path):
-    from sb3_ablation.study.results import load_study
+    from sb3_ablation.study.analyse.results import load_study
 
     shutil.copytree(
         REPO / "docs" / "studies" / "pendulum", tmp_path / "study", ignore=shutil.ignore_patterns("*.zip", "*.png")

@@ -5,8 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from sb3_ablation.study.factorial import INTERACTION, analyse, find_design, plot_interactions, seed_contrasts
-from sb3_ablation.study.variants import resolve_variants
+from sb3_ablation.study.plan.variants import resolve_variants
+from sb3_ablation.study.render.factorial import INTERACTION, analyse, find_design, plot_interactions, seed_contrasts
 
 FOUR = ("target_networks", "target_policy_smoothing", "delayed_policy_update", "clipped_double_q")
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from sb3_ablation.study.answer import ANSWER_STUDIES, StudyReport, answer_markdown
-from sb3_ablation.study.report import (
+from sb3_ablation.study.render.answer import ANSWER_STUDIES, StudyReport, answer_markdown
+from sb3_ablation.study.render.report import (
     FINDINGS_END,
     FINDINGS_START,
     findings_markdown,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sb3_ablation.study.inference import (
+from sb3_ablation.study.analyse.inference import (
     DIFFERS,
     EQUIVALENT,
     UNRESOLVED,

@@ -13,8 +13,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from sb3_ablation import AblatableTD3
-from sb3_ablation.study.config import StudyConfig, make_tasks, resolve_hyperparams
-from sb3_ablation.study.evaluation import (
+from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
+from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, RunRecord, RunTask
+from sb3_ablation.study.run.evaluation import (
     OverestimationEvalCallback,
     ReturnPastTimeLimit,
     discounted_returns,
@@ -22,9 +23,9 @@ from sb3_ablation.study.evaluation import (
     measure_from_episodes,
     tail_steps,
 )
-from sb3_ablation.study.execute import execute_run, make_evaluator, make_manager
-from sb3_ablation.study.records import RUN_FILE_FORMAT, RunRecord, RunTask
-from sb3_ablation.study.store import MANIFEST_NAME, open_manifest, run_path
+from sb3_ablation.study.run.execute import execute_run, make_evaluator, make_manager
+from sb3_ablation.study.store.manifest import MANIFEST_NAME, open_manifest
+from sb3_ablation.study.store.runs import run_path
 
 GAMMA, REWARD, T = 0.9, 1.0, 30
 K = tail_steps(GAMMA)  # 44

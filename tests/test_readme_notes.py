@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sb3_ablation.study.analysis import build_model, run_outcome
-from sb3_ablation.study.answer import PAPER_TABLE2
-from sb3_ablation.study.inference import Comparison
-from sb3_ablation.study.plan import AnalysisPlan
-from sb3_ablation.study.results import RunCurves, StudyData, load_study
-from sb3_ablation.study.store import planned_runs, read_run, run_path
+from sb3_ablation.study.analyse.analysis import build_model, run_outcome
+from sb3_ablation.study.analyse.inference import Comparison
+from sb3_ablation.study.analyse.results import RunCurves, StudyData, load_study
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.render.answer import PAPER_TABLE2
+from sb3_ablation.study.store.manifest import planned_runs
+from sb3_ablation.study.store.runs import read_run, run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"

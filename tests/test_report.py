@@ -9,10 +9,10 @@ import pytest
 from scipy import stats
 
 from sb3_ablation.common.io import read_json, write_json_atomic
-from sb3_ablation.study.report import load_study, write_report
-from sb3_ablation.study.results import aligned_curves
-from sb3_ablation.study.statistics import curve_estimates, iqm_per_timestep, min_permutation_p, outcome_statistics
-from sb3_ablation.study.store import run_path
+from sb3_ablation.study.analyse.results import aligned_curves
+from sb3_ablation.study.analyse.statistics import curve_estimates, iqm_per_timestep, min_permutation_p, outcome_statistics
+from sb3_ablation.study.render.report import load_study, write_report
+from sb3_ablation.study.store.runs import run_path
 
 REPS = 200  # small bootstraps keep the tests fast; the effects below are far larger than any CI
 TIMESTEPS = [0, 500, 1000]
@@ -283,7 +283,7 @@ def test_header_gives_each_envs_training_steps_and_the_studys_overrides(tmp_path
 
 
 def test_a_panel_with_one_diverging_curve_gets_a_symlog_axis_and_an_ordinary_one_does_not():
-    from sb3_ablation.study.figures import CurveEstimate, Panel, _symlog_threshold
+    from sb3_ablation.study.render.figures import CurveEstimate, Panel, _symlog_threshold
 
     steps = np.arange(4)
 
@@ -298,8 +298,8 @@ def test_a_panel_with_one_diverging_curve_gets_a_symlog_axis_and_an_ordinary_one
 
 
 def test_a_plan_in_the_study_file_is_validated_and_stored_as_declared(tmp_path):
-    from sb3_ablation.study.config import StudyConfig, StudyError
-    from sb3_ablation.study.store import open_manifest
+    from sb3_ablation.study.plan.config import StudyConfig, StudyError
+    from sb3_ablation.study.store.manifest import open_manifest
 
     with pytest.raises(StudyError, match=r"^analysis: alpha must be a number in \(0, 0.5\], got 2$"):
         StudyConfig(envs=["Pendulum-v1"], variants=["td3"], seeds=[0, 1], out=str(tmp_path), analysis={"alpha": 2})
@@ -326,7 +326,7 @@ def test_a_plan_in_the_study_file_is_validated_and_stored_as_declared(tmp_path):
 
 
 def test_report_flags_change_the_plan_and_bad_ones_are_refused(tmp_path, capsys):
-    from sb3_ablation.study.cli import report_main
+    from sb3_ablation.cli.study import report_main
 
     write_study(tmp_path, leave_one_out(), seeds=range(5))
     assert report_main([str(tmp_path), "--reps", "100", "--margin", "Pendulum-v1=abc"]) == 2
@@ -366,15 +366,15 @@ def test_old_and_new_overestimation_measures_are_never_mixed(tmp_path):
         if record["seed"] >= 5:  # only seeds 5-9 have the new measure
             record["evaluations"]["overestimation"] = [0.0, 0.0, 7.0]
             write_json_atomic(path, {**record, "format": 3})
-    from sb3_ablation.study.analysis import outcome_values
-    from sb3_ablation.study.plan import AnalysisPlan
+    from sb3_ablation.study.analyse.analysis import outcome_values
+    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 
     seeds, values = outcome_values(load_study(tmp_path), "Pendulum-v1", "td3", "overestimation", AnalysisPlan())
     assert seeds.tolist() == [5, 6, 7, 8, 9] and values.tolist() == [7.0] * 5
 
 
 def test_a_factorial_study_gets_its_factorial_section_and_interaction_plots(tmp_path):
-    from sb3_ablation.study.variants import resolve_variants
+    from sb3_ablation.study.plan.variants import resolve_variants
 
     variants = resolve_variants("factorial:target_networks,clipped_double_q")
 

@@ -8,15 +8,16 @@ import pytest
 from scipy import stats
 
 from sb3_ablation import SWITCHES
-from sb3_ablation.study.config import StudyError, resolve_hyperparams
-from sb3_ablation.study.evaluation import discounted_returns
-from sb3_ablation.study.execute import library_versions
-from sb3_ablation.study.report import status_markdown, write_report
-from sb3_ablation.study.results import load_study
-from sb3_ablation.study.runner import run_study
-from sb3_ablation.study.statistics import outcome_statistics
-from sb3_ablation.study.store import iter_runs, open_manifest, planned_runs, run_path
-from sb3_ablation.study.variants import expand_preset, parse_variant, resolve_variants
+from sb3_ablation.study.analyse.results import load_study
+from sb3_ablation.study.analyse.statistics import outcome_statistics
+from sb3_ablation.study.plan.config import StudyError, resolve_hyperparams
+from sb3_ablation.study.plan.variants import expand_preset, parse_variant, resolve_variants
+from sb3_ablation.study.render.report import status_markdown, write_report
+from sb3_ablation.study.run.evaluation import discounted_returns
+from sb3_ablation.study.run.execute import library_versions
+from sb3_ablation.study.run.runner import run_study
+from sb3_ablation.study.store.manifest import open_manifest, planned_runs
+from sb3_ablation.study.store.runs import iter_runs, run_path
 
 
 def test_variant_presets_and_names():
@@ -145,7 +146,7 @@ def test_bad_study_settings_are_one_line_errors(tmp_path, tiny_study):
 
 
 def test_every_engine_name_has_an_engine():
-    from sb3_ablation.study.config import ENGINES as NAMES
-    from sb3_ablation.study.engines import ENGINES
+    from sb3_ablation.study.plan.config import ENGINES as NAMES
+    from sb3_ablation.study.run.engines import ENGINES
 
     assert tuple(ENGINES) == NAMES

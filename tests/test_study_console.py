@@ -3,8 +3,9 @@
 import json
 import shutil
 
-from sb3_ablation.study.runner import run_study
-from sb3_ablation.study.store import RunCheckpoints, run_path
+from sb3_ablation.study.run.runner import run_study
+from sb3_ablation.study.store.checkpoints import RunCheckpoints
+from sb3_ablation.study.store.runs import run_path
 
 
 def test_console_names_unreadable_records_resumes_and_warnings(tmp_path, tiny_study):

@@ -12,11 +12,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from sb3_ablation.cli.study import study_main
 from sb3_ablation.common.io import write_json_atomic
-from sb3_ablation.study.cli import study_main
-from sb3_ablation.study.config import StudyConfig, load_config_file, make_tasks, resolve_hyperparams
-from sb3_ablation.study.report import REFERENCE_SCORES, load_study, normalized_scores, write_report
-from sb3_ablation.study.store import iter_runs, run_path
+from sb3_ablation.study.plan.config import StudyConfig, load_config_file, make_tasks, resolve_hyperparams
+from sb3_ablation.study.render.report import REFERENCE_SCORES, load_study, normalized_scores, write_report
+from sb3_ablation.study.store.runs import iter_runs, run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_ARGS = [
@@ -91,7 +91,7 @@ def test_diverged_weights_fail_the_evaluation():
     from stable_baselines3.common.env_util import make_vec_env
 
     from sb3_ablation import AblatableTD3
-    from sb3_ablation.study.evaluation import OverestimationEvalCallback, TrainingDivergedError
+    from sb3_ablation.study.run.evaluation import OverestimationEvalCallback, TrainingDivergedError
 
     model = AblatableTD3("MlpPolicy", "Pendulum-v1", policy_kwargs={"net_arch": [8]}, learning_starts=10, device="cpu")
     eval_env = make_vec_env("Pendulum-v1", n_envs=1, env_kwargs={"max_episode_steps": 10})

@@ -15,10 +15,11 @@ import pytest
 import torch as th
 
 from sb3_ablation import AblatableTD3
-from sb3_ablation.study.config import StudyConfig, make_tasks, resolve_hyperparams
-from sb3_ablation.study.execute import execute_run
-from sb3_ablation.study.records import RunTask
-from sb3_ablation.study.store import RunCheckpoints, finite_or_none, run_path
+from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
+from sb3_ablation.study.plan.records import RunTask
+from sb3_ablation.study.run.execute import execute_run
+from sb3_ablation.study.store.checkpoints import RunCheckpoints
+from sb3_ablation.study.store.runs import finite_or_none, run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 # VecNormalize and Ornstein-Uhlenbeck noise: the state a resumed run has to get back is not only the networks'
@@ -129,8 +130,8 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_result(tmp_path):
 def test_evaluation_episodes_side_by_side_are_the_seeded_episodes_one_by_one(tmp_path):
     from stable_baselines3.common.evaluation import evaluate_policy
 
-    from sb3_ablation.study.evaluation import OverestimationEvalCallback, evaluation_seed
-    from sb3_ablation.study.execute import make_manager
+    from sb3_ablation.study.run.evaluation import OverestimationEvalCallback, evaluation_seed
+    from sb3_ablation.study.run.execute import make_manager
 
     task = replace(one_task(tmp_path), hyperparams={**one_task(tmp_path).hyperparams, "normalize": False})
     manager = make_manager(task)
@@ -197,10 +198,10 @@ def test_record_has_diagnostics_per_evaluation_window_and_the_run_warnings(tmp_p
 
 
 def test_a_second_study_on_the_same_folder_is_refused_and_a_killed_one_leaves_no_lock(tmp_path):
-    from sb3_ablation.study.store import StudyLockedError, study_lock
+    from sb3_ablation.study.store.lock import StudyLockedError, study_lock
 
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"from sb3_ablation.study.store import study_lock\nwith study_lock({str(tmp_path)!r}):\n"
+        [sys.executable, "-c", f"from sb3_ablation.study.store.lock import study_lock\nwith study_lock({str(tmp_path)!r}):\n"
          "    print('locked', flush=True)\n    import time; time.sleep(60)"],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -214,8 +215,8 @@ def test_a_second_study_on_the_same_folder_is_refused_and_a_killed_one_leaves_no
 
 
 def test_a_study_folder_of_another_record_format_is_not_extended(tmp_path):
-    from sb3_ablation.study.config import StudyError
-    from sb3_ablation.study.store import MANIFEST_NAME, open_manifest
+    from sb3_ablation.study.plan.config import StudyError
+    from sb3_ablation.study.store.manifest import MANIFEST_NAME, open_manifest
 
     config = StudyConfig(envs=["Pendulum-v1"], variants=["td3"], seeds=1, out=str(tmp_path), progress=False)
     manifest = open_manifest(config, {}, {})
@@ -229,7 +230,7 @@ def test_a_study_folder_of_another_record_format_is_not_extended(tmp_path):
 def test_episode_replay_brings_fresh_envs_to_the_same_states_and_notices_a_mismatch():
     from stable_baselines3.common.env_util import make_vec_env
 
-    from sb3_ablation.study.execute import EpisodeRecorder, EpisodeReplay
+    from sb3_ablation.study.run.execute import EpisodeRecorder, EpisodeReplay
 
     def recorded(seed=None):
         return make_vec_env("Pendulum-v1", n_envs=2, seed=seed, wrapper_class=EpisodeRecorder)

@@ -1,23 +1,21 @@
-"""The ablation study, in four parts (each module imports only from the parts above it, and from its own part):
+"""The ablation study, in five layers; each imports only from itself and the layers above it in this list:
 
-- plan: :mod:`~sb3_ablation.study.variants` (which switches each variant turns off),
-  :mod:`~sb3_ablation.study.records` (the run task and the run record: what a run gets and what it writes, record
-  format 3) and :mod:`~sb3_ablation.study.config` (settings, resolved zoo hyperparameters, one task per (env,
-  variant, seed)), :mod:`~sb3_ablation.study.plan` (the declared analysis plan);
-- store: :mod:`~sb3_ablation.study.store` (run records, final models, checkpoints, the manifest, the folder lock;
-  every file goes through :mod:`sb3_ablation.common.io`'s atomic writes);
-- run: :mod:`~sb3_ablation.study.execute` (one run: rl_zoo3's experiment as ``train`` builds it, evaluation,
-  checkpoints), :mod:`~sb3_ablation.study.evaluation` (the overestimation evaluation and diagnostics callback),
-  :mod:`~sb3_ablation.study.batched` (the seeds of one variant trained together),
-  :mod:`~sb3_ablation.study.engines` (those two engines, chosen by name), :mod:`~sb3_ablation.study.backends` (worker
-  processes or Ray) and :mod:`~sb3_ablation.study.runner` (the driver);
-- analyse: :mod:`~sb3_ablation.study.results` (records to arrays), :mod:`~sb3_ablation.study.inference` (verdicts of
-  a family of paired comparisons), :mod:`~sb3_ablation.study.statistics` (IQMs and bootstrap CIs),
-  :mod:`~sb3_ablation.study.analysis` (the report model), :mod:`~sb3_ablation.study.factorial` (the factorial
-  section), :mod:`~sb3_ablation.study.engine_check` (whether the engines agree, in a study whose seeds come from
-  two), :mod:`~sb3_ablation.study.report` with :mod:`~sb3_ablation.study.figures` (markdown, JSON, figures) and
-  :mod:`~sb3_ablation.study.answer` (README's answer to the exercise, from several studies' reports).
+- plan: :mod:`~sb3_ablation.study.plan` — what a study is before anything runs: the variants
+  (:mod:`~sb3_ablation.study.plan.variants`), the factorial designs, the run task and record format
+  (:mod:`~sb3_ablation.study.plan.records`), the settings and runs (:mod:`~sb3_ablation.study.plan.config`) and the
+  analysis plan (:mod:`~sb3_ablation.study.plan.analysis_plan`);
+- store: :mod:`~sb3_ablation.study.store` — what is on disk: run records (:mod:`~sb3_ablation.study.store.runs`),
+  checkpoints and final models (:mod:`~sb3_ablation.study.store.checkpoints`), the manifest ``study.json``
+  (:mod:`~sb3_ablation.study.store.manifest`) and the folder lock (:mod:`~sb3_ablation.study.store.lock`);
+- run: :mod:`~sb3_ablation.study.run` — training and evaluating runs: one run (:mod:`~sb3_ablation.study.run.execute`),
+  the evaluation callback (:mod:`~sb3_ablation.study.run.evaluation`), batched seeds
+  (:mod:`~sb3_ablation.study.run.batched`), the engines, the backends (processes or Ray) and the driver
+  (:mod:`~sb3_ablation.study.run.runner`);
+- analyse: :mod:`~sb3_ablation.study.analyse` — records to numbers: outcomes (:mod:`~sb3_ablation.study.analyse.results`),
+  inference, statistics, the report model (:mod:`~sb3_ablation.study.analyse.analysis`), factorial effects and the
+  engines' agreement; it returns dataclasses and renders nothing;
+- render: :mod:`~sb3_ablation.study.render` — the report model as markdown, figures and JSON
+  (:mod:`~sb3_ablation.study.render.report`, :mod:`~sb3_ablation.study.render.figures`).
 
-:mod:`~sb3_ablation.study.cli` is the command line of all four. ``tests/test_study_layout.py`` checks the parts'
-order and that the modules import each other without cycles.
+The command line (:mod:`sb3_ablation.cli`) sits on top. ``tests/unit/test_layers.py`` checks the order.
 """

@@ -3,11 +3,11 @@
 Each run k is first built as the process engine builds it (rl_zoo3's experiment for its seed: hyperparameters, env,
 action noise, initial weights), then the K models become one :class:`~sb3_ablation.batched.BatchedTD3` (env k and
 agent k's initial weights are run k's). Every agent is evaluated with the study's protocol on its own evaluation env
-(:class:`~sb3_ablation.study.evaluation.OverestimationEvalCallback`, on run k's model holding agent k's weights), and
+(:class:`~sb3_ablation.study.run.evaluation.OverestimationEvalCallback`, on run k's model holding agent k's weights), and
 gets its own record, final model and status: an agent whose evaluation fails (e.g. NaN weights) is recorded as failed
 while the others go on.
 
-A group is checkpointed as a run of the process engine is (:class:`~sb3_ablation.study.execute.RunCheckpointCallback`,
+A group is checkpointed as a run of the process engine is (:class:`~sb3_ablation.study.run.execute.RunCheckpointCallback`,
 every ``checkpoint_freq`` steps of each agent, into ``seeds_<k>_<l>....checkpoint/`` next to the records): the batched
 model as a whole (every agent's weights and Adam moments, SB3's ``save``), its replay buffer (every agent's column),
 the training envs' episodes, RNG states, action noise, and each agent's evaluation history and failure. A killed
@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, cast
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
-from sb3_ablation.study.execute import (
+from sb3_ablation.study.plan.records import RunRecord, RunTask, failed_record
+from sb3_ablation.study.run.execute import (
     add_checkpointer,
     captured_warnings,
     finish_record,
@@ -39,8 +40,8 @@ from sb3_ablation.study.execute import (
     new_record,
     try_resume,
 )
-from sb3_ablation.study.records import RunRecord, RunTask, failed_record
-from sb3_ablation.study.store import RunCheckpoints, save_final_model, write_run
+from sb3_ablation.study.store.checkpoints import RunCheckpoints, save_final_model
+from sb3_ablation.study.store.runs import write_run
 
 if TYPE_CHECKING:
     from sb3_ablation.batched import BatchedTD3
@@ -166,7 +167,7 @@ def execute_group(group: RunGroup) -> list[dict[str, Any]]:
     group is done. Never raises for failing runs: their records say ``"status": "failed"`` (a group that fails as a
     whole keeps its checkpoints, so that a retry resumes).
 
-    :param group: see :func:`make_groups` (each run a task of :func:`sb3_ablation.study.config.make_tasks`)
+    :param group: see :func:`make_groups` (each run a task of :func:`sb3_ablation.study.plan.config.make_tasks`)
     :return: the run records as written, in the group's order
     """
     import torch as th

@@ -13,9 +13,9 @@ COMMANDS = {
     "enjoy": ("sb3_ablation.zoo.enjoy", "main", "run a trained agent, rl-zoo style"),
     "record-video": ("sb3_ablation.zoo.record_video", "main", "record a video of a trained agent, rl-zoo style (mp4)"),
     "export": ("sb3_ablation.zoo.export", "main", "export an Optuna study's best trial as a zoo YAML entry"),
-    "study": ("sb3_ablation.study.cli", "study_main", "run an ablation study (variants x envs x seeds)"),
-    "report": ("sb3_ablation.study.cli", "report_main", "write the statistical report of a study folder"),
-    "demo": ("sb3_ablation.study.cli", "demo_main", "a small leave-one-out study on Pendulum-v1 plus its report"),
+    "study": ("sb3_ablation.cli.study", "study_main", "run an ablation study (variants x envs x seeds)"),
+    "report": ("sb3_ablation.cli.study", "report_main", "write the statistical report of a study folder"),
+    "demo": ("sb3_ablation.cli.study", "demo_main", "a small leave-one-out study on Pendulum-v1 plus its report"),
     "bench": ("sb3_ablation.benchmark.cli", "main", "training throughput against SB3's TD3/DDPG"),
 }
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sb3_ablation.study.analysis import model_json
-from sb3_ablation.study.report import study_model
+from sb3_ablation.study.analyse.analysis import model_json
+from sb3_ablation.study.render.report import study_model
 from sb3_ablation.switches import TABLE
 
 # The TD3 paper's ablation (Fujimoto et al., 2018, Table 2): average return over the last 10 evaluations, 10 seeds,

@@ -26,7 +26,7 @@ import numpy as np
 from rliable import library as rly
 
 if TYPE_CHECKING:
-    from sb3_ablation.study.results import StudyData
+    from sb3_ablation.study.analyse.results import StudyData
 
 CONFIDENCE = 0.95
 DEFAULT_REPS = 10_000

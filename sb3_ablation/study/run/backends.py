@@ -1,6 +1,6 @@
 """Where runs execute, chosen by name (``StudyConfig.backend``): worker processes on this machine (``local``), or Ray
 tasks on a cluster (``ray``). Both run an engine's units of work with its ``execute``
-(:class:`~sb3_ablation.study.engines.Engine`) and hand each result to ``on_result`` as it arrives: which engine and
+(:class:`~sb3_ablation.study.run.engines.Engine`) and hand each result to ``on_result`` as it arrives: which engine and
 which backend are independent choices."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.config import BACKENDS, StudyError
+from sb3_ablation.study.plan.config import BACKENDS, StudyError
 
 
 def default_workers() -> int:

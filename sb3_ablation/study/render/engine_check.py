@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import stats
 
-from sb3_ablation.study.analysis import EnvResult, Section, outcome_values
-from sb3_ablation.study.inference import holm
+from sb3_ablation.study.analyse.analysis import EnvResult, Section, outcome_values
+from sb3_ablation.study.analyse.inference import holm
 
 if TYPE_CHECKING:
-    from sb3_ablation.study.plan import AnalysisPlan
-    from sb3_ablation.study.results import StudyData
+    from sb3_ablation.study.analyse.results import StudyData
+    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 
 # fewer seeds of an engine than this: no test (a t interval from 1 seed has no width)
 MIN_SEEDS_PER_ENGINE = 2

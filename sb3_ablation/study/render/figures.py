@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from sb3_ablation.common.io import atomic_path
-from sb3_ablation.study.statistics import VariantStats
+from sb3_ablation.study.analyse.statistics import VariantStats
 
 
 def palette(variants: Sequence[str]) -> dict[str, Any]:

@@ -40,8 +40,9 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
-from sb3_ablation.study.records import RunRecord, RunTask, timestamp
-from sb3_ablation.study.store import RunCheckpoints, finite_or_none, save_final_model, write_run
+from sb3_ablation.study.plan.records import RunRecord, RunTask, timestamp
+from sb3_ablation.study.store.checkpoints import RunCheckpoints, save_final_model
+from sb3_ablation.study.store.runs import finite_or_none, write_run
 
 #: most envs one evaluation runs side by side (its episodes are split evenly over them)
 MAX_EVAL_ENVS = 16
@@ -77,7 +78,7 @@ def _zoo_manager_class() -> type:
         def _save_config(self, saved_hyperparams: dict[str, Any]) -> None:
             pass
 
-        #: T of the evaluation episodes' score (:class:`~sb3_ablation.study.evaluation.ReturnPastTimeLimit`)
+        #: T of the evaluation episodes' score (:class:`~sb3_ablation.study.run.evaluation.ReturnPastTimeLimit`)
         eval_time_limit: int | None = None
         #: the training envs are wrapped last in :class:`EpisodeRecorder` (the run takes checkpoints)
         record_episodes: bool = False
@@ -103,7 +104,7 @@ def _zoo_manager_class() -> type:
 
 
 def _wrap_evaluation_env(env: gym.Env, inner: Callable[[gym.Env], gym.Env] | None, time_limit: int) -> gym.Env:
-    from sb3_ablation.study.evaluation import ReturnPastTimeLimit
+    from sb3_ablation.study.run.evaluation import ReturnPastTimeLimit
 
     return ReturnPastTimeLimit(inner(env) if inner is not None else env, time_limit)
 
@@ -113,7 +114,7 @@ def make_manager(task: RunTask, trained_agent: str = "") -> Any:
     The rl_zoo3 experiment of one run, as ``sb3-ablation train --algo <algo> --env <env> --seed <seed>
     --hyperparams <the study's resolved hyperparameters> --eval-freq -1`` sets it up.
 
-    :param task: see :func:`sb3_ablation.study.config.make_tasks`
+    :param task: see :func:`sb3_ablation.study.plan.config.make_tasks`
     :param trained_agent: a checkpoint's ``model.zip`` to continue from (rl_zoo3's ``--trained-agent``)
     """
     from sb3_ablation.zoo.registry import register
@@ -310,7 +311,7 @@ def run_timesteps(model: Any) -> int:
 class RunCheckpointCallback(BaseCallback):
     """
     Checkpoint the run at the first rollout start after every ``checkpoint_freq`` steps (so after that step's
-    gradient updates), through :class:`~sb3_ablation.study.store.RunCheckpoints`. Steps are each run's
+    gradient updates), through :class:`~sb3_ablation.study.store.checkpoints.RunCheckpoints`. Steps are each run's
     (:func:`run_timesteps`): a batched group is checkpointed on its agents' schedule.
 
     :param checkpoints: where the checkpoints go
@@ -462,7 +463,7 @@ def execute_run(task: RunTask) -> dict[str, Any]:
     ``"status": "failed"`` with the error and traceback, and keeps the evaluations made before the failure (and the
     checkpoints, so that a retry resumes).
 
-    :param task: see :func:`sb3_ablation.study.config.make_tasks`
+    :param task: see :func:`sb3_ablation.study.plan.config.make_tasks`
     :return: the run record as written (JSON-ready), also written to ``task.record`` when that is set
     """
     import torch as th
@@ -539,12 +540,12 @@ def make_evaluator(task: RunTask, manager: Any, record: RunRecord, gamma: float)
     The run's evaluation callback, on an evaluation env as train's EvalCallback gets it (no reward normalization,
     frozen statistics), with the training env's env_kwargs; its episodes are scored over their first ``T`` steps
     (:func:`evaluation_time_limit`) and run ``k`` steps further for the returns of the overestimation measure (see
-    :mod:`sb3_ablation.study.evaluation`). Notes the run's ``n_timesteps``, ``eval_freq`` and
+    :mod:`sb3_ablation.study.run.evaluation`). Notes the run's ``n_timesteps``, ``eval_freq`` and
     ``overestimation_method`` in ``record``.
 
     :param gamma: the model's discount factor (sets ``k``)
     """
-    from sb3_ablation.study.evaluation import OverestimationEvalCallback, overestimation_method, tail_steps
+    from sb3_ablation.study.run.evaluation import OverestimationEvalCallback, overestimation_method, tail_steps
 
     record.n_timesteps = manager.n_timesteps
     eval_freq = task.eval_freq or max(1, manager.n_timesteps // 20)

@@ -1,14 +1,14 @@
 """The report of a study: ``<out>/report.md``, ``<out>/report.json`` and the PNG figures in ``<out>/figures/``.
 
-Compute, then render: :func:`~sb3_ablation.study.analysis.build_model` computes every estimate and verdict under the
-study's analysis plan (:mod:`~sb3_ablation.study.plan`) into a report model, and this module renders the model as
-markdown, figures (:mod:`~sb3_ablation.study.figures`) and JSON.
+Compute, then render: :func:`~sb3_ablation.study.analyse.analysis.build_model` computes every estimate and verdict under the
+study's analysis plan (:mod:`~sb3_ablation.study.plan.analysis_plan`) into a report model, and this module renders the model as
+markdown, figures (:mod:`~sb3_ablation.study.render.figures`) and JSON.
 
 Each comparison of a variant with the baseline gets one of three verdicts, with the test named next to it: ``differs``
 (paired t-test, Holm-corrected within its family), ``equivalent`` (two one-sided tests for the plan's margin, Holm
 as well) or ``unresolved`` (with the minimum detectable effect at 80% power and the seeds that would detect the observed
 effect). IQMs with stratified-bootstrap CIs (rliable) are effect sizes, not corrected for multiple comparisons. With
-fewer than :data:`~sb3_ablation.study.statistics.MIN_RUNS` seed pairs there is no test: the tables show per-seed
+fewer than :data:`~sb3_ablation.study.analyse.statistics.MIN_RUNS` seed pairs there is no test: the tables show per-seed
 values and per-seed differences and say why. Across envs: a sign test per component over all seed pairs, the
 aggregate under min/max and reference normalization side by side, and components whose effects change sign between
 envs named task-dependent.
@@ -29,7 +29,7 @@ import numpy as np
 from sb3_ablation.common.io import write_json_atomic, write_text_atomic
 from sb3_ablation.common.training_stats import ACTOR_STD, TARGET_Q_MEAN, TD_ERROR, TWIN_Q_GAP, q_mean_key
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.analysis import (
+from sb3_ablation.study.analyse.analysis import (
     OLD_MEASURE,
     AcrossTasks,
     EnvResult,
@@ -43,20 +43,9 @@ from sb3_ablation.study.analysis import (
     summary_across_tasks,
     summary_per_task,
 )
-from sb3_ablation.study.engine_check import engine_sections
-from sb3_ablation.study.factorial import factorial_sections
-from sb3_ablation.study.figures import (
-    CurveEstimate,
-    Panel,
-    palette,
-    plot_curve_panels,
-    plot_intervals,
-    plot_performance_profiles,
-)
-from sb3_ablation.study.inference import DIFFERS, EQUIVALENT
-from sb3_ablation.study.plan import AnalysisPlan
-from sb3_ablation.study.results import DIAGNOSTICS, StudyData, aligned_curves, load_study
-from sb3_ablation.study.statistics import (
+from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT
+from sb3_ablation.study.analyse.results import DIAGNOSTICS, StudyData, aligned_curves, load_study
+from sb3_ablation.study.analyse.statistics import (
     CURVE_REPS,
     DEFAULT_REPS,
     DEFAULT_SEED,
@@ -69,8 +58,20 @@ from sb3_ablation.study.statistics import (
     normalized_scores,
     performance_profile,
 )
-from sb3_ablation.study.store import planned_runs, safe_name
-from sb3_ablation.study.variants import baseline_name
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.plan.variants import baseline_name
+from sb3_ablation.study.render.engine_check import engine_sections
+from sb3_ablation.study.render.factorial import factorial_sections
+from sb3_ablation.study.render.figures import (
+    CurveEstimate,
+    Panel,
+    palette,
+    plot_curve_panels,
+    plot_intervals,
+    plot_performance_profiles,
+)
+from sb3_ablation.study.store.manifest import planned_runs
+from sb3_ablation.study.store.runs import safe_name
 
 __all__ = [
     "DEFAULT_REPS",
@@ -169,7 +170,7 @@ def paired_method(n: int) -> str:
 
 
 def _describe(variant: str) -> str:
-    from sb3_ablation.study.variants import parse_variant
+    from sb3_ablation.study.plan.variants import parse_variant
 
     try:
         return parse_variant(variant).describe()
@@ -316,7 +317,7 @@ def findings_parts(model: ReportModel) -> dict[str, str]:
 def status_markdown(data: StudyData) -> str:
     """
     How far a study is, for README (``<!-- generated:<study>:status:start/end -->``): its finished runs of the planned
-    ones (:func:`~sb3_ablation.study.store.planned_runs`) and the seeds each engine trained.
+    ones (:func:`~sb3_ablation.study.store.manifest.planned_runs`) and the seeds each engine trained.
     """
     planned = len(planned_runs(data.manifest))
     finished = sum(len(keys) for keys in data.engines.values())
@@ -729,7 +730,7 @@ def study_model(
 ) -> tuple[ReportModel, StudyData]:
     """
     Load a study and compute its report model under its declared plan (the defaults where it declared none), changed
-    by ``plan_changes`` (fields of :class:`~sb3_ablation.study.plan.AnalysisPlan`; ``None``: unchanged).
+    by ``plan_changes`` (fields of :class:`~sb3_ablation.study.plan.analysis_plan.AnalysisPlan`; ``None``: unchanged).
     """
     data = load_study(out)
     declared_dict = data.manifest.get("analysis")
@@ -760,7 +761,7 @@ def write_report(
     :param seed: bootstrap seed
     :param baseline: variant to compare against (default ``td3``, or the study's first variant without it)
     :param model_hook: called with the report model and the study data before rendering, e.g. to append a
-        :class:`~sb3_ablation.study.analysis.Section`
+        :class:`~sb3_ablation.study.analyse.analysis.Section`
     :param plan_changes: changes to the declared analysis plan (``alpha``, ``primary``, ``margins``, ...)
     :return: the report's path
     """

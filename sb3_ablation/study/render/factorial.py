@@ -15,7 +15,7 @@ runs gives, with ``z_A = +1`` where switch A is off and ``-1`` where it is on:
 Each effect is a per-seed contrast, so the seeds give its sampling distribution: a one-sample t-test over the seeds
 (equivalently, the linear model with seed blocks where the effect-by-seed interaction is the error term), Holm's
 correction within the family of the k main effects and k(k-1)/2 interactions of one env and outcome, and the same three
-verdicts as the leave-one-out comparisons (:func:`sb3_ablation.study.inference.compare_family`).
+verdicts as the leave-one-out comparisons (:func:`sb3_ablation.study.analyse.inference.compare_family`).
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sb3_ablation import SWITCHES
-from sb3_ablation.study.analysis import EnvResult, Section, comparison_json, outcome_values
-from sb3_ablation.study.inference import Comparison, compare_family
-from sb3_ablation.study.statistics import MIN_RUNS
-from sb3_ablation.study.store import safe_name
-from sb3_ablation.study.variants import parse_variant
+from sb3_ablation.study.analyse.analysis import EnvResult, Section, comparison_json, outcome_values
+from sb3_ablation.study.analyse.inference import Comparison, compare_family
+from sb3_ablation.study.analyse.statistics import MIN_RUNS
+from sb3_ablation.study.plan.variants import parse_variant
+from sb3_ablation.study.store.runs import safe_name
 
 if TYPE_CHECKING:
-    from sb3_ablation.study.plan import AnalysisPlan
-    from sb3_ablation.study.results import StudyData
+    from sb3_ablation.study.analyse.results import StudyData
+    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 
 #: the symbol between two switch names in the name of their interaction
 INTERACTION = " x "
@@ -253,7 +253,7 @@ def plot_interactions(result: FactorialResult, outcome: str, title: str, path: P
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sb3_ablation.study.figures import _save
+    from sb3_ablation.study.render.figures import _save
 
     switches = result.design.switches
     pairs = list(itertools.combinations(range(len(switches)), 2))

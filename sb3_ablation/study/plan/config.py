@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from sb3_ablation.study.records import RunTask
-from sb3_ablation.study.variants import Variant, resolve_variants
+from sb3_ablation.study.plan.records import RunTask
+from sb3_ablation.study.plan.variants import Variant, resolve_variants
 
 BACKENDS = ("local", "ray")
 #: process: each run in its own process; batched: the runs of one (env, variant) in one process (BatchedTD3)
@@ -35,7 +35,7 @@ class StudyConfig:
     Everything a study needs.
 
     :param envs: Gymnasium environment ids
-    :param variants: variant and preset names (see :mod:`sb3_ablation.study.variants`)
+    :param variants: variant and preset names (see :mod:`sb3_ablation.study.plan.variants`)
     :param seeds: the seeds; each (env, variant, seed) is one run
     :param out: output folder
     :param n_timesteps: training steps per run; ``None`` keeps the zoo's ``n_timesteps`` of each env
@@ -51,9 +51,9 @@ class StudyConfig:
     :param checkpoint_freq: checkpoint each run every this many steps (mid-episode too), so a killed
         run resumes there (0: never; a batched group: every this many steps of each agent)
     :param engine: ``process`` (each run in its own process) or ``batched`` (the seeds of one env and variant trained
-        together in one process, :mod:`sb3_ablation.study.batched`)
-    :param analysis: the analysis plan of the report (see :class:`~sb3_ablation.study.plan.AnalysisPlan`; empty: the
-        defaults)
+        together in one process, :mod:`sb3_ablation.study.run.batched`)
+    :param analysis: the analysis plan of the report (see
+        :class:`~sb3_ablation.study.plan.analysis_plan.AnalysisPlan`; empty: the defaults)
     :param progress: show a progress bar
     :param tensorboard_log: folder for the runs' tensorboard logs (``<folder>/<variant>/seed_<k>/<env>``, as rl_zoo3
         adds the env), ``None``: none
@@ -117,7 +117,7 @@ class StudyConfig:
         unknown = sorted(set(self.env_hyperparams) - set(self.envs))
         if unknown:
             raise StudyError(f"env_hyperparams names envs that are not in the study: {', '.join(unknown)}")
-        from sb3_ablation.study.plan import AnalysisPlan, PlanError
+        from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, PlanError
 
         try:
             self.analysis = AnalysisPlan.from_dict(self.analysis).to_dict()
@@ -191,7 +191,7 @@ def to_jsonable(value: Any) -> Any:
 
 def shipped_studies() -> dict[str, Path]:
     """The study files shipped with the package (``sb3_ablation/studies/<name>.yml``), by name."""
-    folder = Path(__file__).resolve().parent.parent / "studies"
+    folder = Path(__file__).resolve().parents[2] / "studies"
     return {path.stem: path for path in sorted(folder.glob("*.yml"))}
 
 

@@ -3,7 +3,7 @@
 This is the first step of the analysis (results -> inference and statistics -> report model -> markdown, figures and
 JSON). It reads run records of format 1 (evaluations only), format 2 (also per-episode returns, training diagnostics
 and run warnings) and format 3 (also the overestimation measured past the time limit; every key it adds is kept as
-an evaluation metric); see :mod:`sb3_ablation.study.analysis` for what the report makes of them.
+an evaluation metric); see :mod:`sb3_ablation.study.analyse.analysis` for what the report makes of them.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from sb3_ablation.common.training_stats import ACTOR_STD, TARGET_Q_MEAN, TD_ERROR, TWIN_Q_GAP, q_mean_key
-from sb3_ablation.study.records import trained_by
-from sb3_ablation.study.store import iter_runs, planned_runs, read_manifest, unreadable_runs
+from sb3_ablation.study.plan.records import trained_by
+from sb3_ablation.study.store.manifest import planned_runs, read_manifest
+from sb3_ablation.study.store.runs import iter_runs, unreadable_runs
 
 # The training diagnostics of a format-2 record, in the order the report shows them (q2_mean is left out: the twin
 # gap |Q1 - Q2| says what a second critic adds)

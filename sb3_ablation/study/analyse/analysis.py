@@ -1,12 +1,13 @@
 """The report model: every number and verdict of a study's report, computed before anything is rendered.
 
-:func:`build_model` reads a loaded study (:mod:`~sb3_ablation.study.results`) under an analysis plan
-(:mod:`~sb3_ablation.study.plan`) and returns a :class:`ReportModel`: per env and outcome the per-variant estimates
-(IQM with stratified-bootstrap CIs from :mod:`~sb3_ablation.study.statistics`, effect sizes, not corrected) and the
-verdicts of the variant-vs-baseline family (:func:`~sb3_ablation.study.inference.compare_family`: paired t-test with
+:func:`build_model` reads a loaded study (:mod:`~sb3_ablation.study.analyse.results`) under an analysis plan
+(:mod:`~sb3_ablation.study.plan.analysis_plan`) and returns a :class:`ReportModel`: per env and outcome the per-variant
+estimates
+(IQM with stratified-bootstrap CIs from :mod:`~sb3_ablation.study.analyse.statistics`, effect sizes, not corrected) and the
+verdicts of the variant-vs-baseline family (:func:`~sb3_ablation.study.analyse.inference.compare_family`: paired t-test with
 Holm's correction, TOST equivalence, minimum detectable effect, seeds needed); across envs, a sign test per component
 over all seed pairs, the aggregate under both normalizations, and the components whose effects change sign between
-tasks. :mod:`~sb3_ablation.study.report` renders the model as markdown, figures and ``report.json``; the generated
+tasks. :mod:`~sb3_ablation.study.render.report` renders the model as markdown, figures and ``report.json``; the generated
 summaries (:func:`summary_per_task`, :func:`summary_across_tasks`) are what README quotes.
 
 Other analyses append a :class:`Section` to ``ReportModel.sections``; the report renders it after the built-in ones.
@@ -24,10 +25,10 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.inference import DIFFERS, EQUIVALENT, UNRESOLVED, Comparison, compare_family, holm
-from sb3_ablation.study.plan import AnalysisPlan
-from sb3_ablation.study.results import StudyData
-from sb3_ablation.study.statistics import MIN_RUNS, VariantStats, env_reference, outcome_statistics
+from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED, Comparison, compare_family, holm
+from sb3_ablation.study.analyse.results import StudyData
+from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, env_reference, outcome_statistics
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 
 OLD_MEASURE = "old measure, with the known time-limit artifact"
 

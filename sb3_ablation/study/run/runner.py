@@ -17,21 +17,16 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.backends import BY_NAME as BACKENDS
-from sb3_ablation.study.backends import default_workers
-from sb3_ablation.study.config import StudyConfig, StudyError, check_envs, make_tasks, resolve_hyperparams
-from sb3_ablation.study.engines import ENGINES
-from sb3_ablation.study.execute import library_versions
-from sb3_ablation.study.store import (
-    RunCheckpoints,
-    check_seed_engines,
-    open_manifest,
-    read_run,
-    run_path,
-    study_lock,
-    write_run,
-)
-from sb3_ablation.study.variants import Variant
+from sb3_ablation.study.plan.config import StudyConfig, StudyError, check_envs, make_tasks, resolve_hyperparams
+from sb3_ablation.study.plan.variants import Variant
+from sb3_ablation.study.run.backends import BY_NAME as BACKENDS
+from sb3_ablation.study.run.backends import default_workers
+from sb3_ablation.study.run.engines import ENGINES
+from sb3_ablation.study.run.execute import library_versions
+from sb3_ablation.study.store.checkpoints import RunCheckpoints
+from sb3_ablation.study.store.lock import study_lock
+from sb3_ablation.study.store.manifest import check_seed_engines, open_manifest
+from sb3_ablation.study.store.runs import read_run, run_path, write_run
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 A run record is written to ``<out>/runs/<env>/<variant>/seed_<k>.json`` (see :mod:`~sb3_ablation.study.store`) in
 format :data:`RUN_FILE_FORMAT`, the only format written; the analysis reads formats 1, 2 and 3
-(:mod:`~sb3_ablation.study.results`). Format 2 added diagnostics, per-episode returns, warnings and the final model's
+(:mod:`~sb3_ablation.study.analyse.results`). Format 2 added diagnostics, per-episode returns, warnings and the final model's
 file name; format 3 the overestimation measure with returns past the time limit (``overestimation``,
 ``value_episodes``, ``overestimation_method``).
 """
@@ -85,9 +85,9 @@ class RunRecord(RunSettings):
     The run's :class:`RunSettings` (``eval_freq`` the one used, once known); then ``versions`` (library versions)
     and ``host``; ``status`` (``"ok"`` or ``"failed"``), ``error`` and ``traceback``; ``engine`` and ``group_size``
     (batched engine); ``n_timesteps``; ``overestimation_method``
-    (:func:`~sb3_ablation.study.evaluation.overestimation_method`); ``resumed_from`` (the checkpoint's step); ``model``
+    (:func:`~sb3_ablation.study.run.evaluation.overestimation_method`); ``resumed_from`` (the checkpoint's step); ``model``
     and ``vecnormalize`` (file names next to the record); ``evaluations``, ``value_episodes`` and ``diagnostics`` (see
-    :class:`~sb3_ablation.study.evaluation.OverestimationEvalCallback`); ``eval_time_s``; ``warnings``;
+    :class:`~sb3_ablation.study.run.evaluation.OverestimationEvalCallback`); ``eval_time_s``; ``warnings``;
     ``wall_time_s`` and ``finished_at`` (:func:`timestamp`).
     """
 

@@ -1,9 +1,9 @@
 """How a study's pending runs are trained, chosen by name (``StudyConfig.engine``) and run by a backend (local worker
-processes or Ray, :mod:`~sb3_ablation.study.backends`) that knows nothing of them but their :class:`Engine`.
+processes or Ray, :mod:`~sb3_ablation.study.run.backends`) that knows nothing of them but their :class:`Engine`.
 
-- ``process``: each run in its own process (:func:`~sb3_ablation.study.execute.execute_run`);
+- ``process``: each run in its own process (:func:`~sb3_ablation.study.run.execute.execute_run`);
 - ``batched``: the seeds of one (env, variant) trained together by one BatchedTD3 in one process
-  (:func:`~sb3_ablation.study.batched.execute_group`).
+  (:func:`~sb3_ablation.study.run.batched.execute_group`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sb3_ablation.study.batched import execute_group, failed_group, make_groups
-from sb3_ablation.study.execute import execute_run
-from sb3_ablation.study.records import RunTask, failed_record
+from sb3_ablation.study.plan.records import RunTask, failed_record
+from sb3_ablation.study.run.batched import execute_group, failed_group, make_groups
+from sb3_ablation.study.run.execute import execute_run
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sb3_ablation.study.config import BACKENDS, SeedList, StudyConfig, StudyError, load_config_file
-from sb3_ablation.study.plan import OUTCOMES, PlanError, parse_margins
+from sb3_ablation.study.plan.analysis_plan import OUTCOMES, PlanError, parse_margins
+from sb3_ablation.study.plan.config import BACKENDS, SeedList, StudyConfig, StudyError, load_config_file
 from sb3_ablation.zoo.train import one_line_usage_errors
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -30,7 +30,7 @@ DEMO: dict[str, Any] = {
 
 
 def _shipped_studies_help() -> str:
-    from sb3_ablation.study.config import shipped_studies
+    from sb3_ablation.study.plan.config import shipped_studies
 
     studies = shipped_studies()
     width = max(map(len, studies), default=0) + 2
@@ -167,7 +167,7 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
 
 
 def _run(config: StudyConfig, write_report_after: bool) -> int:
-    from sb3_ablation.study.runner import run_study
+    from sb3_ablation.study.run.runner import run_study
 
     started = time.time()
     try:
@@ -187,7 +187,7 @@ def _run(config: StudyConfig, write_report_after: bool) -> int:
 
 
 def _report(out: str, reps: int | None = None, seed: int | None = None, **plan_changes) -> Path:
-    from sb3_ablation.study.report import DEFAULT_REPS, DEFAULT_SEED, write_report
+    from sb3_ablation.study.render.report import DEFAULT_REPS, DEFAULT_SEED, write_report
 
     path = write_report(out, reps=reps or DEFAULT_REPS, seed=DEFAULT_SEED if seed is None else seed, **plan_changes)
     print(f"report: {path} (figures in {path.parent / 'figures'})")

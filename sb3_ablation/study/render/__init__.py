@@ -1,0 +1,1 @@
+"""Study layer: render."""

@@ -1,0 +1,170 @@
+"""The manifest ``study.json``: the settings a study folder is tied to, its invocations' grids and its analysis plan."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from sb3_ablation.common.io import write_json_atomic
+from sb3_ablation.study.plan.config import StudyConfig, StudyError, to_jsonable
+from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, SAME_EVALUATIONS, trained_by
+from sb3_ablation.study.store.runs import env_folder, read_run
+
+MANIFEST_NAME = "study.json"
+MANIFEST_FORMAT = 1
+
+
+def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        diffs = []
+        for key in sorted(set(old) | set(new)):
+            diffs += _differences(old.get(key), new.get(key), f"{prefix}{key}.")
+        return diffs
+    return [] if old == new else [f"{prefix.rstrip('.')} ({json.dumps(old)} there, {json.dumps(new)} now)"]
+
+
+def _restrict_env_hyperparams(settings: dict, envs: set[str]) -> dict:
+    return {
+        **settings,
+        "env_hyperparams": {env: hp for env, hp in (settings.get("env_hyperparams") or {}).items() if env in envs},
+    }
+
+
+def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str, dict]], versions: dict[str, str]) -> dict:
+    """
+    Create the study manifest, or check an existing one and extend its lists of envs, variants and seeds.
+
+    :param config: this invocation's settings
+    :param resolved_hyperparams: ``{env_id: {algo: zoo hyperparameters}}`` as each run will use them
+    :param versions: library versions
+    :return: the manifest as written
+    :raises StudyError: the folder holds a study made with different run settings
+    """
+    path = Path(config.out) / MANIFEST_NAME
+    # the record format too: runs of another format were evaluated on other episodes and cannot be pooled
+    settings = {**config.run_settings(), "run_format": RUN_FILE_FORMAT}
+    pinned = {"settings": settings, "hyperparams": to_jsonable(resolved_hyperparams)}
+    manifest = None
+    if path.exists():
+        try:
+            with open(path) as file:
+                manifest = json.load(file)
+        except json.JSONDecodeError as error:
+            raise StudyError(f"{path} is not a study manifest ({error}); use another --out") from None
+        # the engine is a seed's, not the folder's (check_seed_engines); manifests of an earlier version pinned it
+        manifest["settings"] = {key: value for key, value in manifest.get("settings", {}).items() if key != "engine"}
+        old_pinned = {"settings": manifest["settings"], "hyperparams": manifest.get("hyperparams", {})}
+        if old_pinned["settings"].get("run_format") in SAME_EVALUATIONS:
+            # e.g. a committed format-2 study takes new seeds of format 3; its manifest keeps the format it was made with
+            old_pinned["settings"] = {**old_pinned["settings"], "run_format": RUN_FILE_FORMAT}
+        # per-env settings of envs present in both can conflict; the others belong to one side only
+        shared_envs = set(manifest.get("envs", [])) & set(config.envs)
+        old_pinned["settings"] = _restrict_env_hyperparams(old_pinned["settings"], shared_envs)
+        pinned_now = {**pinned, "settings": _restrict_env_hyperparams(pinned["settings"], shared_envs)}
+        # only hyperparameters of envs present in both can conflict; new envs just extend the study
+        old_pinned["hyperparams"] = {
+            env: old_pinned["hyperparams"][env] for env in old_pinned["hyperparams"] if env in pinned["hyperparams"]
+        }
+        new_pinned = {
+            "settings": pinned_now["settings"],
+            "hyperparams": {env: hp for env, hp in pinned["hyperparams"].items() if env in old_pinned["hyperparams"]},
+        }
+        # algorithms only one side uses (e.g. a reference row added now) cannot conflict either
+        for env in new_pinned["hyperparams"]:
+            common = set(new_pinned["hyperparams"][env]) & set(old_pinned["hyperparams"][env])
+            new_pinned["hyperparams"][env] = {algo: new_pinned["hyperparams"][env][algo] for algo in common}
+            old_pinned["hyperparams"][env] = {algo: old_pinned["hyperparams"][env][algo] for algo in common}
+        # the settings as given explain a mismatch best; the resolved hyperparameters catch an edited zoo config
+        diffs = _differences(old_pinned["settings"], new_pinned["settings"]) or _differences(
+            old_pinned["hyperparams"], new_pinned["hyperparams"], "zoo hyperparameters of "
+        )
+        if diffs:
+            raise StudyError(
+                f"{config.out} holds a study made with different settings: {'; '.join(diffs)}. "
+                "Use another --out, or the same settings to resume it"
+            )
+    created = manifest is None
+    manifest = manifest or {"format": MANIFEST_FORMAT, "settings": pinned["settings"], "hyperparams": {}}
+    manifest["settings"].setdefault("env_hyperparams", {}).update(pinned["settings"].get("env_hyperparams") or {})
+    for env, by_algo in pinned["hyperparams"].items():
+        manifest["hyperparams"].setdefault(env, {}).update(by_algo)
+    # the runs planned: each invocation's grid; a manifest of an earlier version planned its lists' whole product
+    grids = manifest.get("grids") or ([] if created else [_whole_grid(manifest)])
+    grid: dict[str, list] = {"envs": list(config.envs), "variants": list(config.variants), "seeds": sorted(config.seeds)}
+    manifest["grids"] = grids if set(_grid_runs([grid])) <= set(_grid_runs(grids)) else [*grids, grid]
+    for key in ("envs", "variants", "seeds"):
+        manifest[key] = list(dict.fromkeys([*manifest.get(key, []), *grid[key]]))
+    manifest["seeds"] = sorted(manifest["seeds"])
+    manifest["versions"] = versions
+    manifest["config"] = to_jsonable({k: v for k, v in asdict(config).items() if k not in ("progress",)})
+    if created:
+        # the plan is declared with the study: a later one is the report's to compare with it (config.analysis), and
+        # a study made before plans existed keeps declaring none when it takes more runs
+        manifest["analysis"] = to_jsonable(config.analysis)
+    write_json_atomic(path, manifest)
+    return manifest
+
+
+def _whole_grid(manifest: dict) -> dict[str, list]:
+    return {key: list(manifest.get(key, [])) for key in ("envs", "variants", "seeds")}
+
+
+def planned_runs(manifest: dict) -> list[tuple[str, str, int]]:
+    """
+    The ``(env, variant, seed)`` of every run a study plans: the union of its invocations' grids (envs x variants x
+    seeds), so that more seeds of a few variants (``--variants td3,no_clipped_double_q --seeds 10 11 ... 19``) do not plan
+    them for every variant; a manifest without grids (an earlier version's) plans its lists' whole product.
+    """
+    return _grid_runs(manifest.get("grids") or [_whole_grid(manifest)])
+
+
+def _grid_runs(grids: list[dict[str, list]]) -> list[tuple[str, str, int]]:
+    runs = (
+        (env, variant, int(seed))
+        for grid in grids
+        for env in grid["envs"]
+        for variant in grid["variants"]
+        for seed in grid["seeds"]
+    )
+    return list(dict.fromkeys(runs))
+
+
+def check_seed_engines(out: str | os.PathLike, tasks: Iterable[tuple[str, int]], engine: str) -> None:
+    """
+    Refuse to train a seed of an env with another engine than its finished runs: the analysis compares a seed's
+    runs with each other (paired differences, the seed as a block), so each comparison stays within one engine. Other
+    seeds may come from another engine (the report names which engine trained which runs).
+
+    :param out: the study folder
+    :param tasks: the ``(env, seed)`` of the runs to train
+    :param engine: the engine that would train them
+    :raises StudyError: a finished run of one of these seeds was trained by another engine
+    """
+    for env, seed in dict.fromkeys(tasks):
+        for path in sorted(env_folder(out, env).glob(f"*/seed_{seed}.json")):
+            record = read_run(path)
+            if record is not None and record.get("status") == "ok" and trained_by(record) != engine:
+                other = trained_by(record)
+                raise StudyError(
+                    f"{env} seed {seed} has runs of the {other} engine ({path}), and a seed's runs are compared "
+                    f"with each other: train it with --engine {other}, or use other seeds for --engine {engine}"
+                )
+
+
+def read_manifest(out: str | os.PathLike) -> dict:
+    """Read ``<out>/study.json``, with a one-line error when the folder is not a study."""
+    path = Path(out) / MANIFEST_NAME
+    if not path.is_file():
+        raise StudyError(f"{out} is not a study folder (no {MANIFEST_NAME}); run `sb3-ablation study --out {out}` first")
+    try:
+        with open(path) as file:
+            manifest = json.load(file)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise StudyError(f"{path} is not a readable study manifest ({error})") from None
+    if not isinstance(manifest, dict) or not all(key in manifest for key in ("envs", "variants", "seeds")):
+        raise StudyError(f"{path} is not a study manifest (no envs, variants and seeds)")
+    return manifest
