@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium
 import numpy as np
 from scipy import stats as scipy_stats
 
@@ -28,7 +29,7 @@ from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED, Comparison, compare_family, holm
 from sb3_ablation.study.analyse.results import StudyData
 from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, env_reference, outcome_statistics
-from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, TaskReferences, env_margin, task_references
 
 OLD_MEASURE = "old measure, with the known time-limit artifact"
 
@@ -198,25 +199,47 @@ def paired_differences(stats: dict[str, VariantStats], baseline: str) -> dict[st
     return {v: np.asarray(s.paired_diffs) for v, s in stats.items() if v != baseline}
 
 
-def _env_margin(data: StudyData, env: str, baseline: str | None, plan: AnalysisPlan, spec: OutcomeSpec) -> tuple[float, str]:
-    """The equivalence margin of one env and outcome, and how it was set."""
-    if spec.is_return and env in plan.margins:
-        return plan.margins[env], "set by the plan"
-    runs = data.runs.get(env, {}).get(baseline, []) if baseline is not None else []
-    if not runs:
-        return math.nan, f"no {baseline} runs: no margin"
-    share = f"{plan.margin_fraction:.0%}"
+def study_references(data: StudyData, env: str) -> TaskReferences:
+    """The task's references at the study's budget for ``env`` (its training steps, from the manifest)."""
+    by_algo = data.manifest.get("hyperparams", {}).get(env, {})
+    budgets = {hp.get("n_timesteps") for hp in by_algo.values() if hp.get("n_timesteps") is not None}
+    budget = int(next(iter(budgets))) if len(budgets) == 1 else None
+    return task_references(env, budget)
+
+
+def value_span(data: StudyData, env: str, references: TaskReferences) -> float | None:
+    """
+    The reference span in the critic's units: the span per step, discounted over an episode
+    (``span / T * (1 - gamma^T) / (1 - gamma)``), the scale of the overestimation margin and divergence bound.
+    """
+    gammas = {hp.get("gamma", 0.99) for hp in data.manifest.get("hyperparams", {}).get(env, {}).values()}
+    horizon = gym_max_episode_steps(env)
+    if references.span is None or len(gammas) != 1 or not horizon:
+        return None
+    gamma = float(next(iter(gammas)))
+    return abs(references.span) / horizon * (1 - gamma**horizon) / (1 - gamma)
+
+
+def gym_max_episode_steps(env: str) -> int | None:
+    """The env's registered time limit (``None``: none, or not registered)."""
+    try:
+        return gymnasium.spec(env).max_episode_steps  # a registry look-up: no env is made
+    except Exception:
+        return None
+
+
+def _env_margin(data: StudyData, env: str, plan: AnalysisPlan, spec: OutcomeSpec) -> tuple[float, str]:
+    """The equivalence margin of one env and outcome, and how it was set (never from the study's own results)."""
+    references = study_references(data, env)
     if spec.is_return:
-        untrained = float(np.mean([run.curve("mean_return")[1][0] for run in runs]))
-        trained = float(np.mean([run_outcome(run, spec.key, plan) for run in runs]))
-        margin = plan.margin_fraction * abs(trained - untrained)
-        return margin, f"{share} of {baseline}'s improvement over the untrained policy ({untrained:,.1f} -> {trained:,.1f})"
-    levels = [abs(run.final("mean_discounted_return")) for run in runs]
-    levels = [level for level in levels if math.isfinite(level)]
-    if not levels:
-        return math.nan, "no discounted return recorded: no margin"
-    level = float(np.mean(levels))
-    return plan.margin_fraction * float(level), f"{share} of {baseline}'s mean |discounted return| at the end ({level:,.1f})"
+        margin, how = env_margin(plan, references)
+        return (math.nan if margin is None else margin), how
+    span = value_span(data, env, references)
+    if span is None:
+        return math.nan, "none: the task has no reference span at this budget"
+    return plan.reference_fraction * span, (
+        f"{plan.reference_fraction:.0%} of the reference span in discounted value per state ({span:,.1f})"
+    )
 
 
 def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisPlan, reps: int, seed: int) -> EnvResult:
@@ -242,7 +265,7 @@ def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisP
             seed=seed,
             seeds={v: s for v, (s, _) in values.items()},
         )
-        margin, how = _env_margin(data, env, baseline, plan, spec)
+        margin, how = _env_margin(data, env, plan, spec)
         comparisons = (
             compare_family(paired_differences(stats, baseline), plan.alpha, margin, plan.power, MIN_RUNS)
             if baseline in stats

@@ -1,10 +1,10 @@
-"""The analysis plan of a study: what the report tests, declared before the results are seen.
+"""The analysis plan of a study: what the report tests and how, declared before the runs.
 
-A plan names the primary outcome, the secondary outcomes, the family-wise level alpha, the power for the minimum
-detectable effect, the fraction of training the primary outcome averages over, and the equivalence margin of each
-env. It is set under ``analysis:`` in the study file (or left to the defaults), stored in ``study.json`` by the
-study (the plan declared first stays there), and may be changed by ``sb3-ablation report`` flags; the report then
-prints the plan it used and says where it differs from the declared one.
+A plan names the outcomes, the family-wise level alpha, the power of the minimum detectable effect, the fraction of
+training the primary outcome averages over, the paired test, the equivalence margins, the failure rule and the
+sequential design. The study writes it into ``study.json`` when it creates the folder (from the study file's
+``analysis:``, flags or these defaults), with the date and whether any run had finished then; ``sb3-ablation report``
+follows it, and a plan changed afterwards is reported as a deviation.
 
 Outcomes (each a number per run, compared between variants by per-seed differences):
 
@@ -12,22 +12,37 @@ Outcomes (each a number per run, compared between variants by per-seed differenc
   primary outcome: one evaluation of 10 episodes is a noisy snapshot);
 - ``last``: the mean return of the last evaluation;
 - ``auc``: the area under the learning curve, normalised: the mean return over all evaluations;
-- ``overestimation``: critic 1's overestimation at the last evaluation (the measure without the time-limit artifact
-  where the records have it; else the old ``bias``, labelled with its artifact).
+- ``overestimation``: critic 1's overestimation at the last evaluation.
 
-Families: one per env and outcome (the variant-vs-baseline comparisons), plus one per outcome for the aggregate across
-envs. The equivalence margin of an env defaults to ``margin_fraction`` (10%) of full TD3's improvement over the
-untrained policy (the step-0 evaluation) in the outcome's return units; ``margins`` overrides it per env.
+Margins and failures are anchored outside the results (:func:`task_references`, ``references.yml``): the span from
+a uniform-random policy's return to a published reference return at the study's budget. The default equivalence
+margin is ``reference_fraction`` of that span; a run "did not learn" when its final-window return is below the
+random return plus ``failure_fraction`` of the span. ``margins`` sets a margin in return units instead (for a task
+or budget without a reference). Rescaling or shifting a study's trained returns never changes a margin.
+
+Sequential design: ``looks`` (e.g. ``[5, 10, 20]`` seeds) with ``boundary`` O'Brien-Fleming or Pocock alpha spending;
+empty: one analysis at the planned seeds.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 OUTCOMES = ("final_window", "last", "auc", "overestimation")
+#: the paired tests the report can use (sb3_ablation.study.analyse.robust); the default comes from the committed
+#: calibration table (docs/calibration.md)
+TESTS = ("t", "wilcoxon", "signflip", "signflip_trimmed", "bootstrap_t", "bootstrap_percentile")
+DEFAULT_TEST = "wilcoxon"
+BOUNDARIES = ("obrien-fleming", "pocock")
+REFERENCES_FILE = Path(__file__).with_name("references.yml")
 
 
 class PlanError(ValueError):
@@ -43,8 +58,16 @@ class AnalysisPlan:
     :param power: power of the minimum detectable effect and of the seeds needed
     :param final_fraction: the primary outcome ``final_window`` averages the evaluations at or after
         ``(1 - final_fraction)`` of training
-    :param margin_fraction: default equivalence margin, as a fraction of TD3's improvement over the untrained policy
+    :param test: the paired test of every comparison (one of :data:`TESTS`)
+    :param reference_fraction: default equivalence margin, as a fraction of the task's reference span (random policy
+        to the reference return at the study's budget)
+    :param failure_fraction: a run did not learn when its final-window return is below the random policy's return
+        plus this fraction of the reference span
+    :param divergence_factor: a critic diverged when its overestimation is not finite or beyond this many times the
+        task's value span (the reference span per step, discounted over an episode)
     :param margins: env id -> equivalence margin in return units, overriding the default
+    :param looks: the seed counts at which a group-sequential design analyses (empty: once, at the planned seeds)
+    :param boundary: the alpha-spending boundary of a sequential design (one of :data:`BOUNDARIES`)
     """
 
     primary: str = "final_window"
@@ -52,8 +75,13 @@ class AnalysisPlan:
     alpha: float = 0.05
     power: float = 0.8
     final_fraction: float = 0.1
-    margin_fraction: float = 0.1
+    test: str = DEFAULT_TEST
+    reference_fraction: float = 0.05
+    failure_fraction: float = 0.1
+    divergence_factor: float = 10.0
     margins: Mapping[str, float] = field(default_factory=dict)
+    looks: tuple[int, ...] = ()
+    boundary: str = "obrien-fleming"
 
     def __post_init__(self) -> None:
         for name in (self.primary, *self.secondary):
@@ -63,10 +91,22 @@ class AnalysisPlan:
             ("alpha", self.alpha, 0.0, 0.5),
             ("power", self.power, 0.0, 1.0),
             ("final_fraction", self.final_fraction, 0.0, 1.0),
-            ("margin_fraction", self.margin_fraction, 0.0, 1.0),
+            ("reference_fraction", self.reference_fraction, 0.0, 1.0),
+            ("failure_fraction", self.failure_fraction, 0.0, 1.0),
+            ("divergence_factor", self.divergence_factor, 0.0, math.inf),
         ):
             if not (isinstance(value, int | float) and low < value <= high):
                 raise PlanError(f"analysis: {name} must be a number in ({low:g}, {high:g}], got {value!r}")
+        if self.test not in TESTS:
+            raise PlanError(f"analysis: unknown test {self.test!r}; expected one of {', '.join(TESTS)}")
+        if self.boundary not in BOUNDARIES:
+            raise PlanError(f"analysis: unknown boundary {self.boundary!r}; expected one of {', '.join(BOUNDARIES)}")
+        looks = tuple(self.looks)
+        if not all(isinstance(n, int) and n >= 2 for n in looks) or list(looks) != sorted(set(looks)):
+            raise PlanError(
+                f"analysis: looks must be increasing seed counts of at least 2, e.g. [5, 10, 20]; got {list(looks)}"
+            )
+        object.__setattr__(self, "looks", looks)
         for env, margin in self.margins.items():
             if not (isinstance(margin, int | float) and math.isfinite(margin) and margin > 0):
                 raise PlanError(f"analysis: the margin of {env} must be a positive number, got {margin!r}")
@@ -79,7 +119,7 @@ class AnalysisPlan:
         return (self.primary, *self.secondary)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "secondary": list(self.secondary), "margins": dict(self.margins)}
+        return {**asdict(self), "secondary": list(self.secondary), "margins": dict(self.margins), "looks": list(self.looks)}
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None) -> AnalysisPlan:
@@ -88,7 +128,11 @@ class AnalysisPlan:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise PlanError(f"analysis: unknown key {unknown[0]!r}; expected some of {', '.join(sorted(known))}")
+            hints = ", ".join(_did_you_mean(key, known) for key in unknown)
+            plural = "s" if len(unknown) > 1 else ""
+            raise PlanError(f"analysis: unknown key{plural} {hints}; expected some of {', '.join(sorted(known))}")
+        if "looks" in values:
+            values["looks"] = tuple(values["looks"] or ())
         if isinstance(values.get("secondary"), str):
             values["secondary"] = [values["secondary"]]
         if "secondary" in values:
@@ -122,3 +166,79 @@ def parse_margins(items: list[str] | None) -> dict[str, float]:
         if not math.isfinite(margins[env]):
             raise PlanError(f"--margin {item!r}: expected ENV=VALUE with a number, e.g. Pendulum-v1=50")
     return margins
+
+
+def _did_you_mean(key: str, known: set[str]) -> str:
+    close = difflib.get_close_matches(key, sorted(known), n=1)
+    return f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key)
+
+
+@dataclass(frozen=True)
+class TaskReferences:
+    """
+    A task's anchors for margins and failures, fixed outside any study.
+
+    :param env: env id
+    :param random: the return of a uniformly random policy
+    :param reference: the reference return at the study's budget (``None``: none at that budget)
+    :param budget: the study's budget (training steps)
+    :param sources: where each number comes from
+    """
+
+    env: str
+    random: float | None
+    reference: float | None
+    budget: int | None
+    sources: tuple[str, ...] = ()
+
+    @property
+    def span(self) -> float | None:
+        """reference - random, the distance a margin and the failure rule are fractions of (``None``: unknown)."""
+        if self.random is None or self.reference is None:
+            return None
+        return self.reference - self.random
+
+
+@functools.cache
+def _references_table() -> dict[str, Any]:
+    with open(REFERENCES_FILE) as file:
+        return yaml.safe_load(file) or {}
+
+
+def task_references(env: str, budget: int | None) -> TaskReferences:
+    """The random-policy return of ``env`` and its reference return at exactly ``budget`` training steps."""
+    entry = _references_table().get(env) or {}
+    random_entry = entry.get("random") or {}
+    reference = next((r for r in entry.get("references", []) if budget is not None and r["budget"] == budget), None)
+    sources = tuple(item["source"] for item in (random_entry, reference or {}) if item.get("source"))
+    return TaskReferences(
+        env=env,
+        random=random_entry.get("return"),
+        reference=None if reference is None else reference["return"],
+        budget=budget,
+        sources=sources,
+    )
+
+
+def env_margin(plan: AnalysisPlan, references: TaskReferences) -> tuple[float | None, str]:
+    """
+    The equivalence margin of a task's return, in return units, and where it comes from.
+
+    :return: ``(margin, source)``; ``margin`` is ``None`` when the plan sets none and the task has no reference at the
+        study's budget (then no comparison of that task can be ``equivalent``)
+    """
+    if references.env in plan.margins:
+        return plan.margins[references.env], "declared in the study's plan"
+    if references.span is None or references.span <= 0:
+        return None, f"none: no reference return of {references.env} at {references.budget or 0:,} steps; declare one"
+    return plan.reference_fraction * references.span, (
+        f"{plan.reference_fraction:.0%} of the span from a random policy ({references.random:,.1f}) to the reference "
+        f"at {references.budget:,} steps ({references.reference:,.1f})"
+    )
+
+
+def failure_threshold(plan: AnalysisPlan, references: TaskReferences) -> float | None:
+    """The final-window return below which a run did not learn (``None``: the task has no reference span)."""
+    if references.span is None or references.random is None or references.span <= 0:
+        return None
+    return references.random + plan.failure_fraction * references.span

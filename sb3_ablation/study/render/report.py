@@ -291,7 +291,7 @@ def _plan_section(model: ReportModel, data: StudyData) -> list[str]:
         f"the aggregate across envs; Holm-Bonferroni within each family at alpha = {plan.alpha:g}.",
         f"- Equivalence margin ±δ of the primary outcome, per env: {margins or 'none'}. Each secondary return outcome: "
         f"the same rule on its own values (or the plan's margin of the env); overestimation: "
-        f"{plan.margin_fraction:.0%} of {model.baseline}'s mean |discounted return| at the end.",
+        f"{plan.reference_fraction:.0%} of the task's reference span in discounted value per state.",
         f"- Power {plan.power:.0%} for the minimum detectable effect and the seeds needed; at least {MIN_RUNS} seed "
         "pairs for any test.",
         "",

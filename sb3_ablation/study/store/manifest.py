@@ -11,8 +11,8 @@ from typing import Any
 
 from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.plan.config import StudyConfig, StudyError, to_jsonable
-from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, SAME_EVALUATIONS, trained_by
-from sb3_ablation.study.store.runs import env_folder, read_run
+from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, SAME_EVALUATIONS, timestamp, trained_by
+from sb3_ablation.study.store.runs import env_folder, iter_runs, read_run
 
 MANIFEST_NAME = "study.json"
 MANIFEST_FORMAT = 1
@@ -105,6 +105,9 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
         # the plan is declared with the study: a later one is the report's to compare with it (config.analysis), and
         # a study made before plans existed keeps declaring none when it takes more runs
         manifest["analysis"] = to_jsonable(config.analysis)
+        # when it was declared, and whether any run had finished then (a plan fixed after results is reported so)
+        finished = sum(1 for _ in iter_runs(config.out))
+        manifest["analysis_declared"] = {"at": timestamp(), "finished_runs": finished}
     write_json_atomic(path, manifest)
     return manifest
 
