@@ -320,7 +320,14 @@ def test_tensorboard_folder_reaches_each_runs_experiment_manager(tmp_path):
 def test_shipped_studies_are_found_by_name_and_listed_in_help(capsys):
     from sb3_ablation.cli.study import study_main
 
-    assert set(shipped_studies()) == {"pendulum", "multitask", "td3_paper_mujoco", "pendulum_factorial", "hopper_factorial"}
+    assert set(shipped_studies()) == {
+        "pendulum",
+        "multitask",
+        "td3_paper_mujoco",
+        "pendulum_factorial",
+        "hopper_factorial",
+        "pendulum_2x6",
+    }
     assert find_config_file("pendulum") == shipped_studies()["pendulum"]
     assert load_config_file("pendulum") == load_config_file(shipped_studies()["pendulum"])
     with pytest.raises(SystemExit):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sb3_ablation.study.analyse.analysis import model_json
+from sb3_ablation.study.render.json import model_json
 from sb3_ablation.study.render.report import study_model
 from sb3_ablation.switches import TABLE
 

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sb3_ablation import SWITCHES
-from sb3_ablation.study.analyse.analysis import EnvResult, Section, comparison_json, outcome_values
+from sb3_ablation.study.analyse.analysis import EnvResult, Section, outcome_values
 from sb3_ablation.study.analyse.inference import Comparison, compare_family
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.plan.variants import parse_variant
+from sb3_ablation.study.render.json import comparison_json
 from sb3_ablation.study.store.runs import safe_name
 
 if TYPE_CHECKING:

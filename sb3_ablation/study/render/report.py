@@ -17,7 +17,6 @@ envs named task-dependent.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from collections.abc import Iterable
@@ -36,12 +35,7 @@ from sb3_ablation.study.analyse.analysis import (
     OutcomeResult,
     ReportModel,
     build_model,
-    fmt_p,
-    model_json,
     outcome_values,
-    primary_name,
-    summary_across_tasks,
-    summary_per_task,
 )
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT
 from sb3_ablation.study.analyse.results import DIAGNOSTICS, StudyData, aligned_curves, load_study
@@ -70,6 +64,9 @@ from sb3_ablation.study.render.figures import (
     plot_intervals,
     plot_performance_profiles,
 )
+from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
+from sb3_ablation.study.render.json import model_json
+from sb3_ablation.study.render.summaries import primary_name, summary_across_tasks, summary_per_task
 from sb3_ablation.study.store.manifest import planned_runs
 from sb3_ablation.study.store.runs import safe_name
 
@@ -108,20 +105,10 @@ VERDICT_CELLS = {DIFFERS: "**differs** (paired t, Holm)", EQUIVALENT: "**equival
 # ----------------------------------------------------------------------------------------------------------------------
 
 
-def _fmt(value: float | None, digits: int = 1) -> str:
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    return f"{value:,.{digits}f}"
-
-
-def _fmt_ci(ci: tuple[float, float] | None, digits: int = 1) -> str:
-    return "" if ci is None else f" [{_fmt(ci[0], digits)}, {_fmt(ci[1], digits)}]"
-
-
 def _per_seed(seeds: tuple[int, ...], values: tuple[float, ...], digits: int = 1) -> str:
     if not seeds:
-        return ", ".join(_fmt(v, digits) for v in values)
-    return ", ".join(f"s{seed}: {_fmt(value, digits)}" for seed, value in zip(seeds, values, strict=True))
+        return ", ".join(fmt(v, digits) for v in values)
+    return ", ".join(f"s{seed}: {fmt(value, digits)}" for seed, value in zip(seeds, values, strict=True))
 
 
 def _seed_counts(stats: dict[str, VariantStats]) -> str:
@@ -217,27 +204,27 @@ def outcome_table(result: OutcomeResult, baseline: str | None, digits: int = 1, 
         cells = [variant, *([_describe(variant)] if what else []), str(s.n_runs)]
         c = comparisons.get(variant)
         if tested:
-            cells.append(f"{_fmt(s.iqm, digits)}{_fmt_ci(s.iqm_ci, digits)}")
+            cells.append(f"{fmt(s.iqm, digits)} {fmt_ci(s.iqm_ci, digits)}")
             if variant == baseline or c is None:
                 cells += ["—"] * 6
             elif c.reason:
-                cells += [_fmt(c.effect, digits), "n/a", "n/a", f"unresolved ({c.reason})", "n/a", "n/a"]
+                cells += [fmt(c.effect, digits), "n/a", "n/a", f"unresolved ({c.reason})", "n/a", "n/a"]
             else:
                 needed = str(c.seeds_needed) if c.seeds_needed else "> 1,000"
                 cells += [
-                    f"{_fmt(c.effect, digits)}{_fmt_ci(c.ci, digits)} (n = {c.n})",
+                    f"{fmt(c.effect, digits)} {fmt_ci(c.ci, digits)} (n = {c.n})",
                     fmt_p(c.p_raw),
                     fmt_p(c.p_adjusted),
                     VERDICT_CELLS.get(c.verdict, "unresolved"),
-                    _fmt(c.mde, digits),
+                    fmt(c.mde, digits),
                     "—" if c.verdict != "unresolved" else needed,
                 ]
         else:
-            cells += [_per_seed(s.seeds, s.per_seed, digits), _fmt(s.mean, digits)]
+            cells += [_per_seed(s.seeds, s.per_seed, digits), fmt(s.mean, digits)]
             if variant == baseline or s.diff is None:
                 cells += ["—", "—"]
             else:
-                cells += [_per_seed(s.paired_seeds, s.paired_diffs, digits), _fmt(s.paired_diff, digits)]
+                cells += [_per_seed(s.paired_seeds, s.paired_diffs, digits), fmt(s.paired_diff, digits)]
         lines.append("| " + " | ".join(cells) + " |")
     return [*lines, ""]
 
@@ -248,7 +235,7 @@ def _table_legend(result: OutcomeResult, alpha: float, power: float) -> str:
         f"Paired Δ: mean of per-seed differences (variant - baseline; a seed's runs share initial weights and evaluation "
         f"episodes) with its 95% Student-t interval. p: paired t-test, two-sided; p Holm: Holm-adjusted over the "
         f"{family} comparisons of this family. **differs**: p Holm <= {alpha:g}; **equivalent**: two one-sided "
-        f"t-tests (Holm) place the difference within ±{_fmt(result.margin)} ({result.margin_how}); unresolved: "
+        f"t-tests (Holm) place the difference within ±{fmt(result.margin)} ({result.margin_how}); unresolved: "
         f"neither. MDE: the smallest true difference detected with {power:.0%} power at this n and level "
         f"{alpha:g}/{family} (Holm's strictest step); seeds needed: the seeds that would detect the observed Δ so."
     )
@@ -277,7 +264,7 @@ def _plan_section(model: ReportModel, data: StudyData) -> list[str]:
         )
     windows = ", ".join(f"{e.env} {plural(len(e.window), 'evaluation')} ({e.window[0]:,}-{e.window[-1]:,} of "
                         f"{e.training_steps:,} steps)" for e in model.envs if e.window)  # fmt: skip
-    margins = "; ".join(f"{e.env} ±{_fmt(result.margin)} ({result.margin_how})"
+    margins = "; ".join(f"{e.env} ±{fmt(result.margin)} ({result.margin_how})"
                         for e in model.envs if (result := e.outcome(plan.primary)))  # fmt: skip
     names = {o.outcome.key: o.outcome for e in model.envs for o in e.outcomes}
     secondary = "; ".join(f"{names[k].name} ({names[k].definition})" for k in plan.secondary if k in names)
@@ -515,7 +502,7 @@ def _aggregate_section(model: ReportModel, data: StudyData, colors: dict[str, An
         "|---|---:|---:|---:|---:|---:|---:|---|:---:|",
     ]
     for t in across.sign_tests:
-        per_env = ", ".join(f"{env}: {verdict} ({_fmt(effect)})" for env, (verdict, effect) in t.verdicts.items())
+        per_env = ", ".join(f"{env}: {verdict} ({fmt(effect)})" for env, (verdict, effect) in t.verdicts.items())
         lines.append(
             f"| {t.variant} | {t.higher} | {t.lower} | {t.ties} | {fmt_p(t.p_raw)} | {fmt_p(t.p_adjusted)} | "
             f"{fmt_p(t.floor)} | {per_env} | {'**yes**' if t.task_dependent else 'no'} |"
@@ -538,7 +525,7 @@ def _aggregate_section(model: ReportModel, data: StudyData, colors: dict[str, An
         for a in aggregates:
             c = a.comparisons[variant]
             cells += [
-                f"{_fmt(c.effect, 3)}{_fmt_ci(c.ci, 3)}",
+                f"{fmt(c.effect, 3)} {fmt_ci(c.ci, 3)}",
                 fmt_p(c.p_adjusted),
                 VERDICT_CELLS.get(c.verdict, "unresolved") + (f" ({c.reason})" if c.reason else ""),
             ]
@@ -546,7 +533,7 @@ def _aggregate_section(model: ReportModel, data: StudyData, colors: dict[str, An
     lines += (
         [""]
         + [
-            f"- {a.how}; equivalence margin ±{_fmt(a.margin, 3)} (the envs' margins, normalized, averaged)."
+            f"- {a.how}; equivalence margin ±{fmt(a.margin, 3)} (the envs' margins, normalized, averaged)."
             for a in aggregates
         ]
         + [""]
