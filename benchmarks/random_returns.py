@@ -41,8 +41,10 @@ def main() -> None:
     for env_id in args.envs:
         returns = random_returns(env_id, args.episodes)
         sem = returns.std(ddof=1) / np.sqrt(len(returns))
-        print(f"{env_id}: mean {returns.mean():.1f} (standard error {sem:.1f}) over {len(returns)} episodes, "
-              f"seeds {FIRST_SEED}-{FIRST_SEED + len(returns) - 1}, gymnasium {gym.__version__}")
+        print(
+            f"{env_id}: mean {returns.mean():.1f} (standard error {sem:.1f}) over {len(returns)} episodes, "
+            f"seeds {FIRST_SEED}-{FIRST_SEED + len(returns) - 1}, gymnasium {gym.__version__}"
+        )
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@ Outcomes (each a number per run, compared between variants by per-seed differenc
 Margins and failures are anchored outside the results (:func:`task_references`, ``references.yml``): the span from
 a uniform-random policy's return to a published reference return at the study's budget. The default equivalence
 margin is ``reference_fraction`` of that span; a run "did not learn" when its final-window return is below the
-random return plus ``failure_fraction`` of the span. ``margins`` sets a margin in return units instead (for a task
-or budget without a reference). Rescaling or shifting a study's trained returns never changes a margin.
+random return plus ``failure_fraction`` of the span. ``margins`` and ``failure_returns`` set them in return units
+instead (for a task or budget without a reference). Rescaling or shifting a study's trained returns never changes a margin.
 
 Sequential design: ``looks`` (e.g. ``[5, 10, 20]`` seeds) with ``boundary`` O'Brien-Fleming or Pocock alpha spending;
 empty: one analysis at the planned seeds.
@@ -66,6 +66,7 @@ class AnalysisPlan:
     :param divergence_factor: a critic diverged when its overestimation is not finite or beyond this many times the
         task's value span (the reference span per step, discounted over an episode)
     :param margins: env id -> equivalence margin in return units, overriding the default
+    :param failure_returns: env id -> the final-window return below which a run did not learn, overriding the default
     :param looks: the seed counts at which a group-sequential design analyses (empty: once, at the planned seeds)
     :param boundary: the alpha-spending boundary of a sequential design (one of :data:`BOUNDARIES`)
     """
@@ -80,6 +81,7 @@ class AnalysisPlan:
     failure_fraction: float = 0.1
     divergence_factor: float = 10.0
     margins: Mapping[str, float] = field(default_factory=dict)
+    failure_returns: Mapping[str, float] = field(default_factory=dict)
     looks: tuple[int, ...] = ()
     boundary: str = "obrien-fleming"
 
@@ -113,13 +115,23 @@ class AnalysisPlan:
         secondary = tuple(name for name in dict.fromkeys(self.secondary) if name != self.primary)
         object.__setattr__(self, "secondary", secondary)
         object.__setattr__(self, "margins", {str(env): float(m) for env, m in self.margins.items()})
+        for env, value in self.failure_returns.items():
+            if not (isinstance(value, int | float) and math.isfinite(value)):
+                raise PlanError(f"analysis: the failure return of {env} must be a number, got {value!r}")
+        object.__setattr__(self, "failure_returns", {str(env): float(v) for env, v in self.failure_returns.items()})
 
     @property
     def outcomes(self) -> tuple[str, ...]:
         return (self.primary, *self.secondary)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "secondary": list(self.secondary), "margins": dict(self.margins), "looks": list(self.looks)}
+        return {
+            **asdict(self),
+            "secondary": list(self.secondary),
+            "margins": dict(self.margins),
+            "failure_returns": dict(self.failure_returns),
+            "looks": list(self.looks),
+        }
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None) -> AnalysisPlan:
@@ -137,8 +149,9 @@ class AnalysisPlan:
             values["secondary"] = [values["secondary"]]
         if "secondary" in values:
             values["secondary"] = tuple(values["secondary"] or ())
-        if not isinstance(values.get("margins", {}), Mapping):
-            raise PlanError(f"analysis: margins must map env ids to numbers, got {values['margins']!r}")
+        for key in ("margins", "failure_returns"):
+            if not isinstance(values.get(key, {}), Mapping):
+                raise PlanError(f"analysis: {key} must map env ids to numbers, got {values[key]!r}")
         return cls(**values)
 
     def with_overrides(self, **changes: Any) -> AnalysisPlan:
@@ -237,8 +250,18 @@ def env_margin(plan: AnalysisPlan, references: TaskReferences) -> tuple[float | 
     )
 
 
-def failure_threshold(plan: AnalysisPlan, references: TaskReferences) -> float | None:
-    """The final-window return below which a run did not learn (``None``: the task has no reference span)."""
+def failure_threshold(plan: AnalysisPlan, references: TaskReferences) -> tuple[float | None, str]:
+    """
+    The final-window return below which a run did not learn, and where it comes from: declared in the plan
+    (``failure_returns``), else ``failure_fraction`` of the way from the random policy to the reference at the study's
+    budget. ``None``: neither (the failure outcome is not assessed on that task).
+    """
+    if references.env in plan.failure_returns:
+        return plan.failure_returns[references.env], "declared in the study's plan"
     if references.span is None or references.random is None or references.span <= 0:
-        return None
-    return references.random + plan.failure_fraction * references.span
+        return None, f"none: no reference return of {references.env} at {references.budget or 0:,} steps; declare one"
+    threshold = references.random + plan.failure_fraction * references.span
+    return threshold, (
+        f"{plan.failure_fraction:.0%} of the span from a random policy ({references.random:,.1f}) to the reference at "
+        f"{references.budget:,} steps ({references.reference:,.1f})"
+    )
