@@ -1,40 +1,47 @@
-"""Paired comparisons with family-wise error control: the verdicts of an ablation study.
+"""Paired comparisons with one family-wise error rate: the verdicts of an ablation study.
 
-One *family* is a set of paired comparisons that are read together (by default: every variant against the baseline
-on one env and one outcome). Each comparison is an array of per-seed differences (variant - baseline; the two runs of
-a seed share initial weights and evaluation episodes), and gets one of three verdicts:
+One *family* is a set of paired comparisons read together (by default: every variant against the baseline on one env
+and one outcome). Each comparison is an array of per-seed differences (variant - baseline; the two runs of a seed
+share initial weights and evaluation episodes), tested with the plan's paired test
+(:mod:`~sb3_ablation.study.analyse.robust`: Wilcoxon signed-rank by default, chosen by the calibration table in
+docs/calibration.md because RL's collapse seeds ruin the t-test's power), and gets one of three verdicts:
 
-- ``differs``: the paired t-test (two-sided, ``scipy.stats.ttest_1samp`` of the differences against 0) rejects after
-  Holm's step-down correction over the family (:func:`holm`);
-- ``equivalent``: the two one-sided tests (TOST) of H0: mean <= -margin and H0: mean >= +margin both reject, also
-  after Holm's correction over the family, i.e. the difference is shown to lie within ``±margin``;
-- ``unresolved``: neither; then the minimum detectable effect (:func:`minimum_detectable_effect`) says how large a
-  difference this many seeds could have detected, and :func:`seeds_needed` how many seeds would detect the observed one.
+- ``differs``: the test rejects "no difference";
+- ``equivalent``: the equivalence test (two one-sided tests at ``±margin``) rejects "not equivalent", and "no
+  difference" is not rejected;
+- ``unresolved``: neither; the minimum detectable effect says how large a difference this many seeds could detect (a
+  paired-t approximation) and :func:`seeds_needed` how many seeds would detect the observed one.
 
-A difference can be both real and within the margin: its verdict is then ``differs`` (``Comparison.within_margin``
-says so). Power is computed exactly from the noncentral t distribution (``scipy.stats.nct``), at the level
-``alpha / m`` (Bonferroni, Holm's strictest step) for a family of ``m`` comparisons, so that a number of seeds given
-as "needed" suffices whatever the other comparisons of the family show.
-
-This module needs only numpy and scipy, so other analyses (factorial contrasts) can use :func:`compare_family` on any
-per-seed contrast vectors.
+Both kinds of claims share one family-wise error rate: the 2m hypotheses of a family of m comparisons go through
+Shaffer's step-down (at most one of a comparison's two hypotheses can be true), so the probability of any false
+``differs`` or false ``equivalent`` in the family is at most alpha (:data:`GUARANTEE`). A difference can be both real
+and within the margin: its verdict is then ``differs`` (``Comparison.within_margin`` says so).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-DIFFERS, EQUIVALENT, UNRESOLVED = "differs", "equivalent", "unresolved"
+from sb3_ablation.study.analyse.robust import (
+    DEFAULT_TEST,
+    DIFFERS,
+    EQUIVALENT,
+    GUARANTEE,
+    TEST_NAMES,
+    UNRESOLVED,
+    compare_paired,
+    decide_family,
+    smallest_p,
+)
+
+__all__ = ["DIFFERS", "EQUIVALENT", "GUARANTEE", "UNRESOLVED", "Comparison", "compare_family"]
 VERDICTS = (DIFFERS, EQUIVALENT, UNRESOLVED)
-PAIRED_T = "paired t-test, two-sided, Holm-corrected over the family"
-TOST = "two one-sided paired t-tests (TOST), Holm-corrected over the family"
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
@@ -146,24 +153,25 @@ class Comparison:
 
     :param name: what is compared (a variant, a contrast)
     :param n: number of pairs (seeds)
-    :param effect: mean of the per-seed differences
-    :param ci: (1 - alpha) Student-t interval of the mean difference (95% at alpha = 0.05), not corrected for the
-        family; ``None`` with fewer than ``min_n`` pairs
+    :param effect: the test's estimate of the difference (Hodges-Lehmann for Wilcoxon, the mean for the t-test)
+    :param ci: the test's (1 - alpha) interval (95% at alpha = 0.05), not corrected for the family; ``None`` with fewer
+        than ``min_n`` pairs
     :param sd: standard deviation of the per-seed differences (NaN with fewer than 2)
-    :param p_raw: p-value of the paired t-test (NaN without a test)
-    :param p_adjusted: Holm-adjusted p over the family
+    :param p_raw: p-value of the paired test (NaN without a test)
+    :param p_adjusted: its Shaffer-adjusted p over the family's 2m hypotheses
     :param p_equivalence: TOST p-value (the larger of the two one-sided p-values) for ``±margin``
-    :param p_equivalence_adjusted: Holm-adjusted TOST p over the family
+    :param p_equivalence_adjusted: its Shaffer-adjusted p
     :param margin: equivalence margin
     :param alpha: family-wise level
     :param family_size: number of tested comparisons in the family
-    :param mde: minimum detectable effect at 80% power and level ``alpha / family_size``
+    :param mde: minimum detectable effect at 80% power and level ``alpha / family_size`` (paired-t approximation)
     :param seeds_needed: seeds that detect the observed effect at 80% power and level ``alpha / family_size``
-        (``None``: more than 1000, or the observed effect is 0)
+        (paired-t approximation; ``None``: more than 1000, or the observed effect is 0)
     :param verdict: ``differs``, ``equivalent`` or ``unresolved``
     :param test: the test behind the verdict, in words
-    :param reason: why there is no test (too few pairs), or ""
+    :param reason: why there is no test (too few pairs), or why no test could reject, or ""
     :param differences: the per-seed differences
+    :param within: ``differs`` and also shown within ``±margin``
     """
 
     name: str
@@ -184,98 +192,80 @@ class Comparison:
     test: str
     reason: str = ""
     differences: tuple[float, ...] = ()
+    within: bool = False
 
     @property
     def within_margin(self) -> bool:
-        """The (1 - 2 alpha) interval, the one TOST inverts, lies inside ``±margin``."""
-        return self.p_equivalence <= self.alpha
-
-
-def _paired_tests(d: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
-    """
-    The paired t-test against 0 and the TOST p for ``±margin`` of each row of ``d`` (pairs of one n, tested at once);
-    exact limits for a row without spread (its t statistic is ±inf or undefined).
-    """
-    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # scipy's precision warning on rows without spread
-        p = stats.ttest_1samp(d, 0.0, axis=1).pvalue
-        if margin > 0:
-            above = stats.ttest_1samp(d, -margin, axis=1, alternative="greater").pvalue
-            below = stats.ttest_1samp(d, margin, axis=1, alternative="less").pvalue
-            p_equivalence = np.maximum(above, below)
-        else:
-            p_equivalence = np.ones(len(d))
-    flat = np.ptp(d, axis=1) == 0
-    mean = d[:, 0]
-    p = np.where(flat, np.where(mean == 0, 1.0, 0.0), p)
-    p_equivalence = np.where(flat, np.where(np.abs(mean) < margin, 0.0, 1.0), p_equivalence)
-    return p, p_equivalence
+        """Both claims hold: the difference is real and shown to lie within ``±margin``."""
+        return self.within
 
 
 def compare_family(
-    differences: Mapping[str, np.ndarray], alpha: float, margin: float, power: float = 0.8, min_n: int = 2
+    differences: Mapping[str, np.ndarray],
+    alpha: float,
+    margin: float,
+    power: float = 0.8,
+    min_n: int = 2,
+    test: str = DEFAULT_TEST,
+    seed: int = 0,
 ) -> dict[str, Comparison]:
     """
-    One family of paired comparisons: paired t-test of each, Holm over the family, TOST with ``±margin``, minimum
-    detectable effect and seeds needed (see the module docstring).
+    One family of paired comparisons (see the module docstring).
 
     :param differences: name -> per-seed differences (variant - baseline, or any per-seed contrast)
-    :param alpha: family-wise level of both the difference and the equivalence claims
+    :param alpha: family-wise level of the difference and equivalence claims together
     :param margin: equivalence margin (> 0; 0 or NaN: no equivalence claim possible)
     :param power: power for the minimum detectable effect and the seeds needed
     :param min_n: comparisons with fewer pairs get no test and the verdict ``unresolved``
+    :param test: the paired test (a name of :data:`~sb3_ablation.study.analyse.robust.TESTS`)
+    :param seed: seed of the tests that resample (bootstrap, Monte Carlo sign flips)
     :return: name -> comparison, in the order given
     """
     min_n = max(min_n, 2)
     arrays = {name: np.asarray(d, dtype=np.float64).ravel() for name, d in differences.items()}
     arrays = {name: d[np.isfinite(d)] for name, d in arrays.items()}
-    raw = {}
-    for n in sorted({len(d) for d in arrays.values() if len(d) >= min_n}):
-        group = [name for name, d in arrays.items() if len(d) == n]
-        p, p_equivalence = _paired_tests(np.stack([arrays[name] for name in group]), margin)
-        raw.update({name: (float(p[i]), float(p_equivalence[i])) for i, name in enumerate(group)})
-    raw = {name: raw[name] for name in arrays if name in raw}  # in the order given
-    names = list(raw)
-    p_adjusted = dict(zip(names, holm([raw[k][0] for k in names]), strict=True))
-    p_equivalence_adjusted = dict(zip(names, holm([raw[k][1] for k in names]), strict=True))
-    level = alpha / max(len(names), 1)
+    has_margin = bool(math.isfinite(margin) and margin > 0)
+    tested = {
+        name: compare_paired(d, test, alpha, margin if has_margin else None, rng_seed=seed)
+        for name, d in arrays.items()
+        if len(d) >= min_n
+    }
+    verdicts = dict(zip(tested, decide_family(list(tested.values()), alpha), strict=True))
+    level = alpha / max(len(tested), 1)
+    description = f"{TEST_NAMES[test]}; one family-wise alpha for differs and equivalent (Shaffer)"
     result = {}
     for name, d in arrays.items():
         n = len(d)
-        effect = float(d.mean()) if n else math.nan
         sd = float(d.std(ddof=1)) if n >= 2 else math.nan
-        if name not in raw:
+        if name not in tested:
             result[name] = Comparison(
-                name, n, effect, None, sd, math.nan, math.nan, math.nan, math.nan, margin, alpha, len(names),
-                math.nan, None, UNRESOLVED, "no test",
+                name, n, float(d.mean()) if n else math.nan, None, sd, math.nan, math.nan, math.nan, math.nan, margin,
+                alpha, len(tested), math.nan, None, UNRESOLVED, "no test",
                 reason=f"n = {n} < {min_n} pairs: no test", differences=tuple(float(x) for x in d),
             )  # fmt: skip
             continue
-        half = float(stats.t.ppf(1 - alpha / 2, n - 1) * sd / math.sqrt(n))
-        p_adj, p_eq_adj = float(p_adjusted[name]), float(p_equivalence_adjusted[name])
-        if p_adj <= alpha:
-            verdict, test = DIFFERS, PAIRED_T
-        elif p_eq_adj <= alpha:
-            verdict, test = EQUIVALENT, TOST
-        else:
-            verdict, test = UNRESOLVED, f"{PAIRED_T}; {TOST}"
+        r, v = tested[name], verdicts[name]
+        floor = smallest_p(test, n)
+        reason = f"{n} pairs cannot reach p <= {level:.2g} with this test (smallest p {floor:.2g})" if floor > level else ""
         result[name] = Comparison(
             name=name,
             n=n,
-            effect=effect,
-            ci=(effect - half, effect + half),
+            effect=r.estimate,
+            ci=(r.ci_low, r.ci_high),
             sd=sd,
-            p_raw=raw[name][0],
-            p_adjusted=p_adj,
-            p_equivalence=raw[name][1],
-            p_equivalence_adjusted=p_eq_adj,
+            p_raw=r.p_differs,
+            p_adjusted=v.p_differs_adjusted,
+            p_equivalence=r.p_equivalent if has_margin else math.nan,
+            p_equivalence_adjusted=v.p_equivalent_adjusted if has_margin else math.nan,
             margin=margin,
             alpha=alpha,
-            family_size=len(names),
+            family_size=len(tested),
             mde=minimum_detectable_effect(sd, n, level, power),
-            seeds_needed=seeds_needed(effect, sd, level, power),
-            verdict=verdict,
-            test=test,
+            seeds_needed=seeds_needed(r.estimate, sd, level, power),
+            verdict=v.verdict,
+            test=description,
+            reason=reason if v.verdict == UNRESOLVED else "",
             differences=tuple(float(x) for x in d),
+            within=v.within_margin,
         )
     return result

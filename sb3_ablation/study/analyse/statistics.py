@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from rliable import library as rly
 
+from sb3_ablation.study.plan.analysis_plan import published_reference
+
 if TYPE_CHECKING:
-    from sb3_ablation.study.analyse.results import StudyData
+    pass
 
 CONFIDENCE = 0.95
 DEFAULT_REPS = 10_000
@@ -37,21 +39,6 @@ CURVE_REPS = 2_000
 POI_REPS = 2_000
 # fewer runs per variant than this: per-seed values, no confidence interval, no significance
 MIN_RUNS = 5
-
-# env (without version) -> (random-policy score, reference score) for normalized scores.
-# Random policy: uniform random actions; the classic-control and Box2D numbers were measured with gymnasium 1.4
-# (100 episodes; 30 for BipedalWalker), the MuJoCo ones are D4RL's (Fu et al., 2020, REF_MIN_SCORE).
-# Reference: rl-baselines3-zoo's benchmark of SB3's TD3 (benchmark.md), trained with the zoo's hyperparameters.
-REFERENCE_SCORES: dict[str, tuple[float, float]] = {
-    "Pendulum": (-1207.6, -151.9),
-    "MountainCarContinuous": (-33.3, 93.5),
-    "LunarLanderContinuous": (-212.7, 207.5),
-    "BipedalWalker": (-106.3, 306.0),
-    "HalfCheetah": (-280.2, 9655.7),
-    "Hopper": (-20.3, 3606.4),
-    "Walker2d": (1.6, 4717.8),
-    "Ant": (-325.6, 5813.3),
-}
 
 
 def iqm(scores: np.ndarray) -> float:
@@ -309,74 +296,5 @@ def score_distribution(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
 
 
 def env_reference(env_id: str) -> tuple[float, float] | None:
-    """The (random, reference) scores of an env id, matched without its version (and ``module:`` prefix)."""
-    base = env_id.rpartition(":")[2].rsplit("-v", 1)[0]
-    return REFERENCE_SCORES.get(base)
-
-
-def common_seeds(data: StudyData, variants: list[str]) -> list[int]:
-    """The seeds with a finished run of every variant on every env (the rows of the across-env matrices)."""
-    sets = [set(data.final_values(env, v, "mean_return")[0].tolist()) for env in data.envs for v in variants]
-    return sorted(set.intersection(*sets)) if sets else []
-
-
-def normalization_bounds(
-    data: StudyData, variants: list[str], method: str = "auto"
-) -> tuple[dict[str, tuple[float, float]], str]:
-    """
-    The (low, high) of each env that a normalized score maps to (0, 1).
-
-    :param method: ``minmax``: the lowest and highest final return of any run of the study on that env;
-        ``reference``: the random-policy and rl-zoo TD3 scores of :data:`REFERENCE_SCORES`; ``auto``: ``reference``
-        when every env has reference scores, else ``minmax``
-    :return: env -> (low, high), and a sentence saying how scores are normalized
-    """
-    if method not in ("auto", "minmax", "reference"):
-        raise ValueError(f"unknown normalization {method!r}: expected 'auto', 'minmax' or 'reference'")
-    has_reference = all(env_reference(env) is not None for env in data.envs)
-    if method == "reference" and not has_reference:
-        missing = [env for env in data.envs if env_reference(env) is None]
-        raise ValueError(f"no reference scores for {', '.join(missing)}: use method='minmax'")
-    if method == "reference" or (method == "auto" and has_reference):
-        bounds = {env: reference for env in data.envs if (reference := env_reference(env)) is not None}
-        how = (
-            "reference-normalized score = (return - random) / (reference - random), with random-policy scores and "
-            "rl-zoo's published TD3 scores as reference: "
-            + ", ".join(f"{env} ({low:g}, {high:g})" for env, (low, high) in bounds.items())
-        )
-        return bounds, how
-    bounds = {}
-    for env in data.envs:
-        all_scores = np.concatenate([data.final_returns(env, v) for v in variants] or [np.zeros(0)])
-        bounds[env] = (float(np.min(all_scores)), float(np.max(all_scores))) if len(all_scores) else (0.0, 1.0)
-    how = (
-        "min/max-normalized score = (return - lowest) / (highest - lowest), with the lowest and highest final "
-        "return of any run of the study on that env: "
-        + ", ".join(f"{env} ({low:,.1f}, {high:,.1f})" for env, (low, high) in bounds.items())
-    )
-    return bounds, how
-
-
-def normalize(values: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
-    low, high = bounds
-    return (np.asarray(values, dtype=np.float64) - low) / ((high - low) or 1.0)
-
-
-def normalized_scores(data: StudyData, variants: list[str], method: str = "auto") -> tuple[dict[str, np.ndarray], str]:
-    """
-    Normalized final returns, a (runs, envs) matrix per variant, for the across-env aggregate. The rows are the seeds
-    every variant finished on every env (:func:`common_seeds`), so row k of two variants is a pair.
-
-    :param method: see :func:`normalization_bounds`
-    :return: variant -> matrix, and a sentence saying how scores were normalized
-    """
-    bounds, how = normalization_bounds(data, variants, method)
-    seeds = common_seeds(data, variants)
-    matrices = {}
-    for variant in variants:
-        columns = []
-        for env in data.envs:
-            run_seeds, finals = data.final_values(env, variant, "mean_return")
-            columns.append(normalize(finals[np.isin(run_seeds, seeds)], bounds[env]))
-        matrices[variant] = np.stack(columns, axis=1)
-    return matrices, how
+    """The (random, reference) returns that normalized scores map to (0, 1) (``references.yml``; ``None``: none)."""
+    return published_reference(env_id)

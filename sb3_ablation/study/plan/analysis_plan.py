@@ -69,6 +69,8 @@ class AnalysisPlan:
     :param failure_returns: env id -> the final-window return below which a run did not learn, overriding the default
     :param looks: the seed counts at which a group-sequential design analyses (empty: once, at the planned seeds)
     :param boundary: the alpha-spending boundary of a sequential design (one of :data:`BOUNDARIES`)
+    :param seeds: the confirmatory seeds the verdicts use (empty: every seed); runs of other seeds are a replication,
+        reported on their own
     """
 
     primary: str = "final_window"
@@ -84,6 +86,7 @@ class AnalysisPlan:
     failure_returns: Mapping[str, float] = field(default_factory=dict)
     looks: tuple[int, ...] = ()
     boundary: str = "obrien-fleming"
+    seeds: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         for name in (self.primary, *self.secondary):
@@ -109,6 +112,9 @@ class AnalysisPlan:
                 f"analysis: looks must be increasing seed counts of at least 2, e.g. [5, 10, 20]; got {list(looks)}"
             )
         object.__setattr__(self, "looks", looks)
+        if not all(isinstance(seed, int) and seed >= 0 for seed in self.seeds):
+            raise PlanError(f"analysis: seeds must be non-negative integers, got {list(self.seeds)}")
+        object.__setattr__(self, "seeds", tuple(sorted(set(self.seeds))))
         for env, margin in self.margins.items():
             if not (isinstance(margin, int | float) and math.isfinite(margin) and margin > 0):
                 raise PlanError(f"analysis: the margin of {env} must be a positive number, got {margin!r}")
@@ -131,6 +137,7 @@ class AnalysisPlan:
             "margins": dict(self.margins),
             "failure_returns": dict(self.failure_returns),
             "looks": list(self.looks),
+            "seeds": list(self.seeds),
         }
 
     @classmethod
@@ -143,8 +150,9 @@ class AnalysisPlan:
             hints = ", ".join(_did_you_mean(key, known) for key in unknown)
             plural = "s" if len(unknown) > 1 else ""
             raise PlanError(f"analysis: unknown key{plural} {hints}; expected some of {', '.join(sorted(known))}")
-        if "looks" in values:
-            values["looks"] = tuple(values["looks"] or ())
+        for key in ("looks", "seeds"):
+            if key in values:
+                values[key] = tuple(values[key] or ())
         if isinstance(values.get("secondary"), str):
             values["secondary"] = [values["secondary"]]
         if "secondary" in values:
@@ -265,3 +273,14 @@ def failure_threshold(plan: AnalysisPlan, references: TaskReferences) -> tuple[f
         f"{plan.failure_fraction:.0%} of the span from a random policy ({references.random:,.1f}) to the reference at "
         f"{references.budget:,} steps ({references.reference:,.1f})"
     )
+
+
+def published_reference(env: str) -> tuple[float, float] | None:
+    """
+    ``(random, reference)`` of ``env`` with the reference at its longest published budget: the fixed scale of
+    normalized scores across tasks (``None``: the task has no references).
+    """
+    entry = _references_table().get(env) or {}
+    longest = max(entry.get("references", []), key=lambda r: r["budget"], default=None)
+    random_return = (entry.get("random") or {}).get("return")
+    return None if longest is None or random_return is None else (float(random_return), float(longest["return"]))

@@ -1,0 +1,103 @@
+"""Failure as an outcome: how often each variant did not learn, or its critic diverged, against the baseline.
+
+RL runs fail in a few seeds (the critic diverges, the policy never leaves a plateau); an average hides that, and a
+variant can differ in its failure rate while its successful runs are equivalent. Per env and variant the report gives
+the failure rate with its exact (Clopper-Pearson) interval, an exact paired test against the baseline on the seeds both
+ran (McNemar: only seeds where one failed and the other did not count), and the mean of the worst quarter of the runs'
+final-window returns (a CVaR-style "worst seeds" summary, Chan et al. 2020) beside the IQM.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sb3_ablation.study.analyse.outcomes import (
+    critic_diverged,
+    did_not_learn,
+    divergence_bound,
+    env_failure_threshold,
+    run_outcome,
+)
+from sb3_ablation.study.analyse.results import StudyData
+from sb3_ablation.study.analyse.robust import failure_rate, paired_failure_test, worst_mean
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+
+#: the share of runs the "worst seeds" summary averages
+WORST_FRACTION = 0.25
+
+
+@dataclass(frozen=True)
+class FailureCount:
+    """
+    How many runs of a variant failed in one sense, and the exact test against the baseline.
+
+    :param failed: runs that failed
+    :param n: runs judged
+    :param ci: exact 95% (Clopper-Pearson, at the plan's alpha) interval of the failure rate
+    :param p_vs_baseline: exact McNemar p on the seeds both ran (``None`` for the baseline itself)
+    """
+
+    failed: int
+    n: int
+    ci: tuple[float, float]
+    p_vs_baseline: float | None
+
+    @property
+    def rate(self) -> float:
+        return self.failed / self.n if self.n else math.nan
+
+
+@dataclass(frozen=True)
+class VariantFailures:
+    variant: str
+    did_not_learn: FailureCount | None  # None: the task has no failure threshold
+    diverged: FailureCount
+    worst_mean: float  # mean final-window return of the worst WORST_FRACTION of runs
+
+
+@dataclass(frozen=True)
+class EnvFailures:
+    env: str
+    threshold: float | None
+    threshold_how: str
+    divergence_bound: float
+    variants: dict[str, VariantFailures]
+
+
+def _count(flags: dict[int, bool], baseline_flags: dict[int, bool] | None, alpha: float) -> FailureCount:
+    failed, n, _, low, high = failure_rate(np.array(list(flags.values()), dtype=bool), alpha)
+    p = None
+    if baseline_flags is not None:
+        seeds = sorted(set(flags) & set(baseline_flags))
+        variant = np.array([flags[s] for s in seeds], dtype=bool)
+        baseline = np.array([baseline_flags[s] for s in seeds], dtype=bool)
+        p = float(paired_failure_test(variant, baseline))
+    return FailureCount(int(failed), int(n), (float(low), float(high)), p)
+
+
+def env_failures(data: StudyData, env: str, baseline: str | None, plan: AnalysisPlan) -> EnvFailures:
+    """The failure outcome of every variant of ``env`` (see the module docstring)."""
+    threshold, how = env_failure_threshold(data, env, plan)
+    bound = divergence_bound(data, env, plan)
+    by_variant = {v: data.runs[env][v] for v in data.variants if v in data.runs.get(env, {})}
+    learned: dict[str, dict[int, bool]] = {}
+    diverged: dict[str, dict[int, bool]] = {}
+    for variant, runs in by_variant.items():
+        flags = {run.seed: did_not_learn(run, threshold, plan) for run in runs}
+        learned[variant] = {seed: flag for seed, flag in flags.items() if flag is not None}
+        diverged[variant] = {run.seed: critic_diverged(run, bound) for run in runs if run.has("overestimation")}
+    variants = {}
+    for variant, runs in by_variant.items():
+        is_baseline = variant == baseline or baseline not in by_variant
+        returns = np.array([run_outcome(run, "final_window", plan) for run in runs])
+        returns = returns[np.isfinite(returns)]
+        variants[variant] = VariantFailures(
+            variant,
+            None if threshold is None else _count(learned[variant], None if is_baseline else learned[baseline], plan.alpha),
+            _count(diverged[variant], None if is_baseline else diverged[baseline], plan.alpha),
+            float(worst_mean(returns, WORST_FRACTION)) if len(returns) else math.nan,
+        )
+    return EnvFailures(env, threshold, how, bound, variants)

@@ -1,0 +1,159 @@
+"""Markdown tables of a report: each outcome's family of comparisons, and the failure outcome."""
+
+from __future__ import annotations
+
+from sb3_ablation.common.utils import plural
+from sb3_ablation.study.analyse.failures import EnvFailures, FailureCount
+from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT
+from sb3_ablation.study.analyse.model import Margin, OutcomeResult
+from sb3_ablation.study.analyse.robust import TEST_NAMES
+from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, min_permutation_p
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.plan.variants import parse_variant
+from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
+
+
+def verdict_cell(verdict: str, within_margin: bool = False) -> str:
+    if verdict == DIFFERS:
+        return "**differs**" + (" (within the margin)" if within_margin else "")
+    return "**equivalent**" if verdict == EQUIVALENT else "unresolved"
+
+
+def margin_text(margin: Margin, digits: int = 1) -> str:
+    """``±53.4 (2.1 seed SDs, 5% of the reference span)``: the margin in the three units a reader judges it by."""
+    if margin.value != margin.value:  # NaN: no margin
+        return f"no margin ({margin.how})"
+    units = [f"{fmt(margin.seed_sds, 1)} seed SDs of the baseline"]
+    if margin.span_share is not None:
+        units.append(f"{margin.span_share:.0%} of the reference span")
+    return f"±{fmt(margin.value, digits)} ({', '.join(units)}; {margin.how})"
+
+
+def _per_seed(seeds: tuple[int, ...], values: tuple[float, ...], digits: int = 1) -> str:
+    if not seeds:
+        return ", ".join(fmt(v, digits) for v in values)
+    return ", ".join(f"s{seed}: {fmt(value, digits)}" for seed, value in zip(seeds, values, strict=True))
+
+
+def seed_counts(stats: dict[str, VariantStats]) -> str:
+    counts = sorted({s.n_runs for s in stats.values()})
+    return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
+def bootstrap_method(reps: int, n: int | str) -> str:
+    return f"IQM, 95% stratified-bootstrap CI, {reps:,} resamples, n = {n} seeds"
+
+
+def describe(variant: str) -> str:
+    try:
+        return parse_variant(variant).describe()
+    except ValueError:
+        return ""
+
+
+def too_few_runs_note(stats: dict[str, VariantStats], baseline: str | None) -> str:
+    """Why a section has no intervals and no verdict other than 'unresolved'."""
+    n = min(s.n_runs for s in stats.values())
+    base_n = stats[baseline].n_runs if baseline in stats else n
+    counts = seed_counts(stats)
+    return (
+        f"**No claim where a variant has fewer than {MIN_RUNS} runs** "
+        f"(here {counts} run{'' if counts == '1' else 's'} per variant): every comparison is `unresolved`, untested. "
+        f"A bootstrap of {plural(n, 'value')} is no confidence interval, and an exact permutation test on {base_n} "
+        f"against {plural(n, 'run')} cannot go below p = {min_permutation_p(base_n, n):.2g}, before any correction. "
+        "The tables show each seed's value and each seed's difference to the baseline; read them as a description of "
+        f"these runs, not as evidence. Run at least {MIN_RUNS} seeds for intervals and tests."
+    )
+
+
+def outcome_table(result: OutcomeResult, baseline: str | None, digits: int = 1, what: bool = True) -> list[str]:
+    """
+    The table of one outcome. With enough runs: IQM with its bootstrap CI (not corrected), the paired estimate with the
+    test's interval, raw and adjusted p, the verdict, the minimum detectable effect and the seeds needed. With too
+    few: each seed's value and each seed's difference to the baseline.
+    """
+    stats, comparisons = result.stats, result.comparisons
+    first = "| variant | what it is | runs |" if what else "| variant | runs |"
+    rule = "|---|---|---:|" if what else "|---|---:|"
+    tested = any(not c.reason.startswith("n =") for c in comparisons.values())
+    if tested:
+        lines = [
+            f"{first} IQM [95% bootstrap CI, not corrected] | paired Δ vs {baseline} [95% CI] | p no difference "
+            "(adjusted) | p not equivalent (adjusted) | verdict | MDE (80% power) | seeds needed |",
+            rule + "---:|---:|---:|---:|:---|---:|---:|",
+        ]
+    else:
+        lines = [f"{first} per seed | mean | Δ vs {baseline} per seed | mean of per-seed Δ |", rule + "---|---:|---|---:|"]
+    for variant, s in stats.items():
+        cells = [variant, *([describe(variant)] if what else []), str(s.n_runs)]
+        c = comparisons.get(variant)
+        if tested:
+            cells.append(f"{fmt(s.iqm, digits)} {fmt_ci(s.iqm_ci, digits)}")
+            if variant == baseline or c is None:
+                cells += ["—"] * 6
+            elif c.reason.startswith("n ="):
+                cells += [fmt(c.effect, digits), "n/a", "n/a", f"unresolved ({c.reason})", "n/a", "n/a"]
+            else:
+                needed = str(c.seeds_needed) if c.seeds_needed else "> 1,000"
+                verdict = verdict_cell(c.verdict, c.within_margin) + (f" ({c.reason})" if c.reason else "")
+                cells += [
+                    f"{fmt(c.effect, digits)} {fmt_ci(c.ci, digits)} (n = {c.n})",
+                    f"{fmt_p(c.p_raw)} ({fmt_p(c.p_adjusted)})",
+                    f"{fmt_p(c.p_equivalence)} ({fmt_p(c.p_equivalence_adjusted)})",
+                    verdict,
+                    fmt(c.mde, digits),
+                    "—" if c.verdict != "unresolved" else needed,
+                ]
+        else:
+            cells += [_per_seed(s.seeds, s.per_seed, digits), fmt(s.mean, digits)]
+            if variant == baseline or s.diff is None:
+                cells += ["—", "—"]
+            else:
+                cells += [_per_seed(s.paired_seeds, s.paired_diffs, digits), fmt(s.paired_diff, digits)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def table_legend(result: OutcomeResult, plan: AnalysisPlan) -> str:
+    family = max((c.family_size for c in result.comparisons.values()), default=0)
+    return (
+        f"Paired Δ: the {TEST_NAMES[plan.test]} estimate of the per-seed differences (variant - baseline; a seed's runs "
+        f"share initial weights and evaluation episodes) with its 95% interval. p no difference: that test, two-sided; "
+        f"p not equivalent: the same test's two one-sided tests at the margin (TOST); adjusted: over the family's "
+        f"{family} comparisons, both kinds of claims sharing one family-wise alpha = {plan.alpha:g} (Shaffer's "
+        f"step-down). **differs**: the test rejects no difference; **equivalent**: two one-sided tests place the "
+        f"difference within the margin {margin_text(result.margin)}; unresolved: neither. MDE: the smallest true "
+        f"difference a paired t-test would detect with {plan.power:.0%} power at this n and level {plan.alpha:g}/{family} "
+        "(an approximation for the rank test); seeds needed: the seeds that would detect the observed Δ so."
+    )
+
+
+def _count_cells(count: FailureCount | None) -> list[str]:
+    if count is None or count.n == 0:
+        return ["n/a", "—"]
+    rate = f"{count.failed}/{count.n} ({count.rate:.0%}) [{count.ci[0]:.0%}, {count.ci[1]:.0%}]"
+    return [rate, "—" if count.p_vs_baseline is None else fmt_p(count.p_vs_baseline)]
+
+
+def failures_table(failures: EnvFailures, baseline: str | None) -> list[str]:
+    """Per variant: runs that did not learn, critics that diverged (each with its exact CI and McNemar p), worst runs."""
+    threshold = "not assessed" if failures.threshold is None else f"final-window return < {fmt(failures.threshold)}"
+    lines = [
+        f"**Failures** (did not learn: {threshold}, {failures.threshold_how}; critic diverged: overestimation not "
+        f"finite or beyond ±{fmt(failures.divergence_bound)}):",
+        "",
+        f"| variant | did not learn [95% exact CI] | McNemar p vs {baseline} | critic diverged [95% exact CI] | "
+        f"McNemar p vs {baseline} | mean of the worst 25% runs' return |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for variant, f in failures.variants.items():
+        cells = [variant, *_count_cells(f.did_not_learn), *_count_cells(f.diverged), fmt(f.worst_mean)]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Rates: exact (Clopper-Pearson) 95% intervals; p: exact McNemar test on the seeds both variants ran, not "
+        "corrected. Worst runs: the mean final-window return of the worst quarter of a variant's runs (a CVaR-style "
+        "summary of its failures, beside the IQM, which trims them).",
+        "",
+    ]
+    return lines

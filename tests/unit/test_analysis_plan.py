@@ -1,0 +1,62 @@
+"""The analysis plan: declared before the runs, validated, and anchored to task references outside any study."""
+
+import math
+
+import pytest
+
+from sb3_ablation.study.plan.analysis_plan import (
+    AnalysisPlan,
+    PlanError,
+    env_margin,
+    failure_threshold,
+    task_references,
+)
+
+
+def test_pendulum_margin_and_failure_come_from_the_random_policy_and_rl_zoos_score_at_the_budget():
+    references = task_references("Pendulum-v1", 20_000)
+    assert (references.random, references.reference) == (-1218.9, -151.9)
+    margin, how = env_margin(AnalysisPlan(), references)
+    assert margin == pytest.approx(0.05 * (1218.9 - 151.9))
+    assert "random policy" in how and "20,000 steps" in how
+    threshold, _ = failure_threshold(AnalysisPlan(), references)
+    assert threshold == pytest.approx(-1218.9 + 0.1 * (1218.9 - 151.9))
+
+
+def test_a_budget_without_a_reference_gets_no_default_margin_or_failure_threshold():
+    references = task_references("Hopper-v5", 100_000)  # rl-zoo's and D4RL's scores are at 1M steps
+    assert references.random is not None and references.reference is None
+    margin, how = env_margin(AnalysisPlan(), references)
+    assert margin is None and "declare one" in how
+    assert failure_threshold(AnalysisPlan(), references)[0] is None
+    declared = AnalysisPlan(margins={"Hopper-v5": 100}, failure_returns={"Hopper-v5": 100})
+    assert env_margin(declared, references) == (100.0, "declared in the study's plan")
+    assert failure_threshold(declared, references)[0] == 100.0
+
+
+def test_an_unknown_task_has_no_references():
+    references = task_references("MyEnv-v0", 1_000)
+    assert references.span is None and env_margin(AnalysisPlan(), references)[0] is None
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"alhpa": 0.1}, "unknown key 'alhpa' (did you mean 'alpha'?)"),
+        ({"alhpa": 0.1, "tets": "t"}, "unknown keys 'alhpa' (did you mean 'alpha'?), 'tets' (did you mean 'test'?)"),
+        ({"test": "ttest"}, "unknown test 'ttest'"),
+        ({"looks": [10, 5]}, "looks must be increasing seed counts"),
+        ({"boundary": "haybittle"}, "unknown boundary 'haybittle'"),
+        ({"failure_returns": {"Hopper-v5": "low"}}, "the failure return of Hopper-v5 must be a number"),
+    ],
+)
+def test_a_bad_plan_is_one_line_naming_every_offending_key(values, message):
+    with pytest.raises(PlanError, match="^analysis: ") as error:
+        AnalysisPlan.from_dict(values)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_plan_survives_its_json_round_trip():
+    plan = AnalysisPlan(test="signflip", looks=(5, 10, 20), margins={"Pendulum-v1": 40}, failure_returns={"X-v0": 1})
+    assert AnalysisPlan.from_dict(plan.to_dict()) == plan
+    assert AnalysisPlan.from_dict({}) == AnalysisPlan() and math.isclose(AnalysisPlan().alpha, 0.05)
