@@ -14,8 +14,9 @@ import pytest
 
 from sb3_ablation.cli.study import study_main
 from sb3_ablation.common.io import write_json_atomic
+from sb3_ablation.study.analyse.statistics import env_reference
 from sb3_ablation.study.plan.config import StudyConfig, load_config_file, make_tasks, resolve_hyperparams
-from sb3_ablation.study.render.report import REFERENCE_SCORES, load_study, normalized_scores, write_report
+from sb3_ablation.study.render.report import load_study, write_report
 from sb3_ablation.study.store.runs import iter_runs, run_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,18 +129,13 @@ def test_aggregate_normalizes_with_reference_scores_and_lists_failures(tmp_path)
     _synthetic_run(tmp_path, "Pendulum-v1", "td3", 2, -150.0, status="failed")
 
     data = load_study(tmp_path)
-    matrices, how = normalized_scores(data, variants)
-    low, high = REFERENCE_SCORES["MountainCarContinuous"]
-    assert "reference" in how
-    assert matrices["no_clipped_double_q"][:, 1] == pytest.approx((np.array([-1.0, 50.0]) - low) / (high - low))
-    low, high = REFERENCE_SCORES["Pendulum"]
-    assert matrices["td3"][:, 0] == pytest.approx((np.array([-150.0, -160.0]) - low) / (high - low))
+    assert env_reference("MountainCarContinuous-v0") == (-33.1, 93.5)  # references.yml: random policy, rl-zoo's TD3
     assert {(m[0], m[1], m[2]) for m in data.missing} == {(env, v, 2) for env in envs for v in variants} - {
         ("Pendulum-v1", "td3", 2)
     }
 
     text = write_report(tmp_path, reps=200).read_text()
-    assert "## Across environments (normalized scores)" in text
+    assert "## Across tasks" in text
     assert (tmp_path / "figures" / "aggregate_normalized_score.png").is_file()
     assert "| Pendulum-v1 | td3 | 2 | boom |" in text
     # every variant of MountainCar misses seed 2; on Pendulum only one variant does (td3's seed 2 failed)
@@ -157,7 +153,7 @@ def test_aggregate_of_a_study_in_progress_covers_the_envs_every_variant_has_runs
     _synthetic_run(tmp_path, "Hopper-v5", "td3", 0, 500.0)  # the third task has begun: one variant only
 
     text = write_report(tmp_path, reps=200).read_text()
-    aggregate = text[text.index("## Across environments") :]
+    aggregate = text[text.index("## Across tasks") :]
     assert "**Over Pendulum-v1, MountainCarContinuous-v0 only:** Hopper-v5 not yet" in aggregate
     assert "No variant has finished runs" not in aggregate and "| no_clipped_double_q |" in aggregate
 

@@ -1,7 +1,6 @@
-"""The study report on synthetic study folders with known numbers: claims only where the runs carry them, paired
-differences, both run-record formats, warnings and figures."""
+"""The study report on synthetic study folders with known truth: robust verdicts where the runs carry them, margins
+fixed outside the results, failures counted, warnings and figures."""
 
-import math
 import re
 
 import numpy as np
@@ -9,64 +8,72 @@ import pytest
 from scipy import stats
 
 from sb3_ablation.common.io import read_json, write_json_atomic
-from sb3_ablation.study.analyse.results import aligned_curves
+from sb3_ablation.study.analyse.outcomes import outcome_values
 from sb3_ablation.study.analyse.statistics import curve_estimates, iqm_per_timestep, min_permutation_p, outcome_statistics
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.render.report import load_study, write_report
-from sb3_ablation.study.store.runs import run_path
+from sb3_ablation.study.store.runs import iter_runs, read_run, run_path, write_run
 
 REPS = 200  # small bootstraps keep the tests fast; the effects below are far larger than any CI
 TIMESTEPS = [0, 500, 1000]
 WARNING = "UserWarning: action_noise=NormalActionNoise is ignored because deterministic_policy=False"
+# Pendulum-v1 at 20k steps: margin 5% of the span from the random policy (-1,218.9) to rl-zoo's -151.9, i.e. 53.35;
+# a run did not learn below -1,112.2
+PENDULUM_MARGIN = 0.05 * (1218.9 - 151.9)
 
 
-def run_record(env, variant, seed, final, bias, fmt=2, status="ok", warnings=()):
-    """A run record whose last evaluation has the given return and bias (format 1: evaluations only)."""
-    record = {
-        "format": fmt, "env": env, "variant": variant, "seed": seed, "status": status,
+def run_record(env, variant, seed, final, overestimation, status="ok", warnings=()):
+    """A run record (the current format) whose last evaluation has the given return and overestimation."""
+    return {
+        "format": 3, "env": env, "variant": variant, "seed": seed, "status": status,
         "error": None if status == "ok" else "boom",
         "evaluations": {
             "timesteps": TIMESTEPS,
             "mean_return": [final - 100.0, final - 50.0, final],
             "std_return": [1.0, 1.0, 1.0],
-            "mean_q": [bias, bias, bias],
+            "mean_q": [overestimation, overestimation, overestimation],
             "mean_discounted_return": [0.0, 0.0, 0.0],
-            "bias": [bias + 2.0, None, bias],
+            "overestimation": [overestimation + 2.0, None, overestimation],
+            "episode_returns": [[final - 100.0] * 2, [final - 50.0] * 2, [final - 1.0, final + 1.0]],
         },
-    }  # fmt: skip
-    if fmt == 2:
-        record["evaluations"]["episode_returns"] = [[final - 100.0] * 2, [final - 50.0] * 2, [final - 1.0, final + 1.0]]
-        record["diagnostics"] = {
+        "diagnostics": {
             "timesteps": TIMESTEPS,
             "q1_mean": [None, 1.0 + seed, 2.0 + seed],
             "twin_q_gap": [None, 0.5, 0.25],
             "target_q_mean": [None, 1.0, 2.0],
             "td_error": [None, 3.0, 1.0],
-        }
-        if variant == "no_deterministic_policy":
-            record["diagnostics"]["actor_std"] = [None, 0.3, 0.1]
-        record["warnings"] = list(warnings)
-    return record
+        },
+        "warnings": list(warnings),
+    }  # fmt: skip
 
 
-def write_study(out, finals, seeds, fmt=2, warnings=None):
+def manifest(envs, variants, seeds, **extra):
+    """A study manifest whose envs trained 20k steps (Pendulum-v1's reference budget), gamma 0.98."""
+    hyperparams = {env: {"ablatable_td3": {"n_timesteps": 20000, "gamma": 0.98}} for env in envs}
+    return {"envs": list(envs), "variants": list(variants), "seeds": list(seeds), "settings": {},
+            "hyperparams": hyperparams, **extra}  # fmt: skip
+
+
+def write_study(out, finals, seeds, warnings=None, **extra):
     """
-    :param finals: (env, variant) -> function seed -> (final return, final bias)
+    :param finals: (env, variant) -> function seed -> (final return, final overestimation)
     :param warnings: (env, variant) -> warnings of its runs
+    :param extra: more manifest entries (``analysis``, ``analysis_declared``)
     """
     envs = list(dict.fromkeys(env for env, _ in finals))
     variants = list(dict.fromkeys(variant for _, variant in finals))
-    write_json_atomic(out / "study.json", {"envs": envs, "variants": variants, "seeds": list(seeds), "settings": {}})
+    write_json_atomic(out / "study.json", manifest(envs, variants, seeds, **extra))
     for (env, variant), outcome in finals.items():
         for seed in seeds:
-            final, bias = outcome(seed)
+            final, overestimation = outcome(seed)
             warned = (warnings or {}).get((env, variant), ())
-            write_json_atomic(
-                run_path(out, env, variant, seed), run_record(env, variant, seed, final, bias, fmt, warnings=warned)
+            write_run(
+                run_path(out, env, variant, seed), run_record(env, variant, seed, final, overestimation, warnings=warned)
             )
 
 
 def leave_one_out(env="Pendulum-v1"):
-    """td3; no_replay_buffer far worse with far more overestimation; no_clipped_double_q the same as td3."""
+    """td3; no_replay_buffer far worse with far more overestimation; no_clipped_double_q the same as td3 within ±1."""
     return {
         (env, "td3"): lambda seed: (-150.0 - 3 * seed, 1.0 + 0.1 * seed),
         (env, "no_replay_buffer"): lambda seed: (-1500.0 + 7 * seed, 200.0 + seed),
@@ -78,88 +85,160 @@ def table_rows(text, variant):
     return [line for line in text.splitlines() if line.startswith(f"| {variant} |")]
 
 
+def entry(out, variant, outcome="final_window", env="Pendulum-v1"):
+    return read_json(out / "report.json")["envs"][env]["outcomes"][outcome]["variants"][variant]
+
+
 def test_fewer_than_five_seeds_make_no_claim(tmp_path):
     write_study(tmp_path, leave_one_out(), seeds=[0, 1])
     text = write_report(tmp_path, reps=REPS).read_text()
-    assert "**differs** (paired" not in text and "**equivalent** (" not in text and "no effect" not in text
+    assert (
+        "| **differs**" not in text and "| **equivalent**" not in text and "no effect" not in text.replace("'no effect'", "")
+    )
     assert "No claim where a variant has fewer than 5 runs" in text and "every comparison is `unresolved`" in text
     assert f"cannot go below p = {min_permutation_p(2, 2):.2g}" in text and min_permutation_p(2, 2) == pytest.approx(1 / 3)
     # per-seed values and per-seed differences instead: -1500 - (-150) = -1350 on seed 0, -1493 - (-153) = -1340 on 1
-    return_row, last_row, _, bias_row = table_rows(text, "no_replay_buffer")
+    return_row, last_row, _, overestimation_row = table_rows(text, "no_replay_buffer")[:4]
     assert "s0: -1,500.0, s1: -1,493.0" in return_row and "s0: -1,350.0, s1: -1,340.0" in return_row
     assert "| -1,345.0 |" in return_row and return_row.replace(" off: replay_buffer |", "") == last_row  # one evaluation
-    assert "s0: 199.0, s1: 199.9" in bias_row and "[" not in return_row
+    assert "s0: 200.0, s1: 201.0" in overestimation_row and "[" not in return_row
     assert "**unresolved**, no test (n = 2 < 5 pairs: no test): no_replay_buffer, no_clipped_double_q." in text
-    report = read_json(tmp_path / "report.json")
-    entry = report["envs"]["Pendulum-v1"]["outcomes"]["final_window"]["variants"]["no_replay_buffer"]
-    assert entry["verdict"] == "unresolved" and entry["p_raw"] is None and entry["n"] == 2
+    result = entry(tmp_path, "no_replay_buffer")
+    assert result["verdict"] == "unresolved" and result["p_raw"] is None and result["n"] == 2
 
 
-def test_five_seeds_with_a_clear_effect_differ_and_every_figure_is_written(tmp_path):
+def test_ten_seeds_with_a_clear_effect_differ_and_every_figure_is_written(tmp_path):
     envs = ("Pendulum-v1", "MountainCarContinuous-v0")
-    write_study(tmp_path, {**leave_one_out(envs[0]), **leave_one_out(envs[1])}, seeds=range(5))
+    write_study(tmp_path, {**leave_one_out(envs[0]), **leave_one_out(envs[1])}, seeds=range(10))
     text = write_report(tmp_path, reps=REPS).read_text()
     assert "No claim where" not in text
     pendulum = text.split("## MountainCarContinuous-v0")[0]
     worse = table_rows(pendulum, "no_replay_buffer")
     same = table_rows(pendulum, "no_clipped_double_q")
-    assert len(worse) == len(same) == 4  # primary, last evaluation, area under the curve, overestimation
-    assert all("| **differs** (paired t, Holm) |" in row for row in worse)
-    # the same return within ±1: equivalent within the margin (10% of td3's improvement of 100 over step 0 = ±10);
-    # the same overestimation, but its margin (10% of a discounted return of 0) is 0: nothing can be shown equivalent
-    assert all("| **equivalent** (TOST, Holm) |" in row for row in same[:3]) and "| unresolved |" in same[3]
-    assert "±10.0 (10% of td3's improvement over the untrained policy" in pendulum
-    # the generated findings name the test, n, the family and both p-values
+    # primary, last evaluation, area under the curve, overestimation; then the failures table
+    assert all("| **differs** |" in row for row in worse[:4])
+    # the same return within ±1: equivalent within ±53.4, fixed from the task's references (not from these runs)
+    assert all("| **equivalent** |" in row for row in same[:3])
+    assert f"±{PENDULUM_MARGIN:.1f} (" in pendulum and "5% of the span from a random policy (-1,218.9)" in pendulum
+    # the generated findings name the test, n, the family and the shared error rate
     assert re.search(
-        r"n = 5 seed pairs, family of 2, alpha = 0.05, equivalence margin ±10.0 .*\n  - \*\*differs\*\* \(paired "
-        r"t-test, Holm\): no_replay_buffer -1,3\d\d\.\d \[.*\], p < 0.001, Holm < 0.001\.",
+        r"n = 10 seed pairs, Wilcoxon signed-rank test .*, family of 2, alpha = 0.05 for differs and equivalent "
+        r"together, .*\n  - \*\*differs\*\*: no_replay_buffer -1,3\d\d\.\d \[.*\], p 0.002, adjusted 0.0039\.",
         pendulum,
     )
-    # across envs: both normalizations side by side, and the sign test over all 10 seed pairs
-    assert "### Aggregate under both normalizations" in text and "reference: paired Δ" in text
-    across = text.split("## Across")[1]
-    assert table_rows(across, "no_replay_buffer")[1].count("**differs**") == 2
-    assert table_rows(across, "no_replay_buffer")[0].startswith("| no_replay_buffer | 0 | 10 | 0 | 0.002 |")
-
+    # the runs of no_replay_buffer did not learn (below -1,112.2): 10 of 10, exact McNemar p 2/1024 against td3's 0
+    assert "| no_replay_buffer | 10/10 (100%) [69%, 100%] | 0.002 |" in pendulum
     report = read_json(tmp_path / "report.json")
     for env in envs:
         for outcome in ("final_window", "last", "auc", "overestimation"):
             for variant in ("no_replay_buffer", "no_clipped_double_q"):
-                entry = report["envs"][env]["outcomes"][outcome]["variants"][variant]
-                assert {"verdict", "effect", "ci", "p_raw", "p_adjusted", "mde", "seeds_needed"} <= set(entry)
-    assert report["envs"][envs[0]]["outcomes"]["final_window"]["variants"]["no_replay_buffer"]["verdict"] == "differs"
+                result = report["envs"][env]["outcomes"][outcome]["variants"][variant]
+                assert {"verdict", "effect", "ci", "p_raw", "p_adjusted", "p_equivalence_adjusted", "mde"} <= set(result)
+    assert report["envs"][envs[0]]["failures"]["variants"]["no_replay_buffer"]["did_not_learn"]["failed"] == 10
+    assert "Shaffer" in report["error_control"]
+    # across tasks: the same effect on both tasks is not task-dependent
+    assert report["across_envs"]["components"]["no_replay_buffer"]["task_dependent"] is False
 
     names = {path.name for path in (tmp_path / "figures").glob("*.png")}
     per_env = ("learning_curves", "overestimation", "performance_profile", "primary_ci")
-    aggregate = ("normalized_score", "normalized_score_reference", "performance_profile", "learning_curves")
-    expected = {f"{env}_{kind}.png" for env in envs for kind in per_env} | {f"aggregate_{kind}.png" for kind in aggregate}
+    expected = {f"{env}_{kind}.png" for env in envs for kind in per_env} | {"aggregate_normalized_score.png"}
     assert names == expected
     assert all(f"(figures/{name})" in text for name in expected)
     assert not list(tmp_path.glob("**/*.tmp*"))
 
 
+def test_a_consistent_shift_is_differs_even_when_two_seeds_collapse(tmp_path):
+    # the reviewer's Pendulum example: lower in 10 of 10 seeds, two of them by hundreds (paired t p = 0.109)
+    shifts = [-599.8, -368.5, -58.7, -27.1, -26.2, -23.5, -19.9, -13.6, -4.9, -0.9]
+    finals = {
+        ("Pendulum-v1", "td3"): lambda seed: (-150.0 - 3 * seed, 1.0),
+        ("Pendulum-v1", "no_target_networks"): lambda seed: (-150.0 - 3 * seed + shifts[seed], 1.0),
+    }
+    write_study(tmp_path, finals, seeds=range(10))
+    write_report(tmp_path, reps=REPS)
+    result = entry(tmp_path, "no_target_networks")
+    assert result["verdict"] == "differs" and result["p_raw"] == pytest.approx(2 / 1024)
+    assert stats.ttest_1samp(shifts, 0.0).pvalue > 0.1  # the t-test would have missed it
+
+
+def test_a_variant_that_fails_in_a_fifth_of_its_seeds_is_never_equivalent(tmp_path):
+    # 8 of 10 seeds as good as td3 to within 0.5, 2 collapse to the random policy
+    finals = {
+        ("Pendulum-v1", "td3"): lambda seed: (-150.0 - 3 * seed, 1.0),
+        ("Pendulum-v1", "no_target_networks"): lambda seed: (-1200.0 if seed in (3, 7) else -150.0 - 3 * seed + 0.5, 1.0),
+    }
+    write_study(tmp_path, finals, seeds=range(10))
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert entry(tmp_path, "no_target_networks")["verdict"] != "equivalent"
+    assert "| no_target_networks | 2/10 (20%) [3%, 56%] |" in text
+
+
+def test_a_tight_null_is_equivalent_and_margins_do_not_move_with_the_results(tmp_path):
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0, 2, 10)
+    finals = {
+        ("Pendulum-v1", "td3"): lambda seed: (-150.0 - 3 * seed, 1.0),
+        ("Pendulum-v1", "no_clipped_double_q"): lambda seed: (-150.0 - 3 * seed + noise[seed], 1.0),
+    }
+    write_study(tmp_path, finals, seeds=range(10))
+    write_report(tmp_path, reps=REPS)
+    before = read_json(tmp_path / "report.json")["envs"]["Pendulum-v1"]["outcomes"]
+    assert entry(tmp_path, "no_clipped_double_q")["verdict"] == "equivalent"
+    # shift and rescale every trained return: the margins stay those of the task's references
+    for record in list(iter_runs(tmp_path)):
+        record["evaluations"]["mean_return"] = [3 * value + 500 for value in record["evaluations"]["mean_return"]]
+        write_run(run_path(tmp_path, record["env"], record["variant"], record["seed"]), record)
+    write_report(tmp_path, reps=REPS)
+    after = read_json(tmp_path / "report.json")["envs"]["Pendulum-v1"]["outcomes"]
+    for outcome in ("final_window", "last", "auc", "overestimation"):
+        assert after[outcome]["margin"] == before[outcome]["margin"]
+    assert before["final_window"]["margin"] == pytest.approx(PENDULUM_MARGIN)
+
+
 def test_a_component_with_opposite_real_effects_is_task_dependent(tmp_path):
     envs = ("Pendulum-v1", "MountainCarContinuous-v0")
     finals = {**leave_one_out(envs[0]), **leave_one_out(envs[1])}
-    finals[(envs[1], "no_replay_buffer")] = lambda seed: (-150.0 - 3 * seed + 400 + seed, 1.0)  # better there
-    write_study(tmp_path, finals, seeds=range(5))
+    finals[(envs[1], "no_replay_buffer")] = lambda seed: (-150.0 - 3 * seed + 400 + (seed % 3), 1.0)  # better there
+    write_study(tmp_path, finals, seeds=range(10))
     text = write_report(tmp_path, reps=REPS).read_text()
-    assert re.search(
-        r"\*\*Task-dependent\*\* .*: no_replay_buffer \(Pendulum-v1 -1,3\d\d\.\d, MountainCarContinuous-v0 40\d", text
-    )
-    assert read_json(tmp_path / "report.json")["across_envs"]["sign_tests"]["no_replay_buffer"]["task_dependent"]
+    component = read_json(tmp_path / "report.json")["across_envs"]["components"]["no_replay_buffer"]
+    assert component["task_dependent"] is True and component["p_heterogeneity_adjusted"] <= 0.05
+    assert component["per_env"][envs[0]]["d_z"] < 0 < component["per_env"][envs[1]]["d_z"]
+    assert re.search(r"- no_replay_buffer: combined standardized effect .* \*\*task-dependent\*\*\.", text)
 
 
 def test_the_report_follows_the_declared_plan_and_says_when_flags_change_it(tmp_path):
-    write_study(tmp_path, leave_one_out(), seeds=range(5))
-    manifest = read_json(tmp_path / "study.json")
-    write_json_atomic(tmp_path / "study.json", {**manifest, "analysis": {"primary": "last", "alpha": 0.01}})
+    declared = {"at": "2026-11-25T07:00:00+0000", "finished_runs": 0}
+    write_study(tmp_path, leave_one_out(), seeds=range(10), analysis={"primary": "last", "alpha": 0.01},
+                analysis_declared=declared)  # fmt: skip
     text = write_report(tmp_path, reps=REPS).read_text()
-    assert "The study declared its plan in `study.json`; the report follows it." in text
+    assert "The study declared its plan in `study.json` on 2026-11-25T07:00:00+0000; the report follows it." in text
+    assert "fixed after its runs" not in text
     assert "- Primary outcome: **return at the last evaluation**" in text and "alpha = 0.01" in text
     text = write_report(tmp_path, reps=REPS, alpha=0.05, margins={"Pendulum-v1": 3.0}).read_text()
-    assert "**the plan used here differs from it**: alpha 0.01 -> 0.05; margins {} -> {'Pendulum-v1': 3.0}." in text
-    assert "Pendulum-v1 ±3.0 (set by the plan)" in text
+    assert "**the plan used here deviates from it**: alpha 0.01 -> 0.05; margins {} -> {'Pendulum-v1': 3.0}." in text
+    assert "Pendulum-v1 ±3.0 (" in text and "declared in the study's plan" in text
+
+
+def test_a_plan_fixed_after_the_runs_says_so_at_the_top(tmp_path):
+    declared = {"at": "2026-11-25T07:00:00+0000", "finished_runs": 30, "note": "declared after the runs"}
+    write_study(tmp_path, leave_one_out(), seeds=range(10), analysis={}, analysis_declared=declared)
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert text.split("\n")[2].startswith("> **This study's analysis plan was fixed after its runs** (2026-11-25")
+
+
+def test_diverged_critics_are_failures_not_averaged(tmp_path):
+    finals = {
+        ("Pendulum-v1", "td3"): lambda seed: (-150.0 - 3 * seed, 1.0 + 0.1 * seed),
+        ("Pendulum-v1", "no_target_networks"): lambda seed: (-160.0 - 3 * seed, 8.2e7 if seed < 3 else 2.0 + 0.1 * seed),
+    }
+    write_study(tmp_path, finals, seeds=range(10))
+    text = write_report(tmp_path, reps=REPS).read_text()
+    result = entry(tmp_path, "no_target_networks", "overestimation")
+    assert result["n"] == 7 and abs(result["effect"]) < 10  # the three diverged seeds are not in the comparison
+    assert "| no_target_networks | 0/10 (0%) [0%, 31%] | 1 | 3/10 (30%) [7%, 65%] | 0.25 |" in text
+    seeds, values = outcome_values(load_study(tmp_path), "Pendulum-v1", "no_target_networks", "overestimation", AnalysisPlan())
+    assert seeds.tolist() == [3, 4, 5, 6, 7, 8, 9] and np.all(values < 3)
 
 
 def test_paired_difference_is_the_mean_of_per_seed_differences():
@@ -191,26 +270,6 @@ def test_paired_difference_is_the_mean_of_per_seed_differences():
     assert few["x"].iqm_ci is None and few["x"].diff_ci is None
 
 
-def test_format_1_and_format_2_records_both_load(tmp_path):
-    finals = leave_one_out()
-    write_study(tmp_path, {key: finals[key] for key in list(finals)[:1]}, seeds=[0], fmt=1)
-    write_study(tmp_path, {key: finals[key] for key in list(finals)[1:]}, seeds=[0], fmt=2)
-    write_json_atomic(
-        tmp_path / "study.json", {"envs": ["Pendulum-v1"], "variants": [v for _, v in finals], "seeds": [0], "settings": {}}
-    )
-    data = load_study(tmp_path)
-    old, new = data.runs["Pendulum-v1"]["td3"][0], data.runs["Pendulum-v1"]["no_replay_buffer"][0]
-    assert old.diagnostics == {} and old.episode_returns == [] and old.warnings == []
-    assert set(old.values) == set(new.values) == {"mean_return", "std_return", "mean_q", "mean_discounted_return", "bias"}
-    assert math.isnan(new.values["bias"][1]) and new.final("bias") == 200.0
-    assert np.array_equal(new.episode_returns[-1], [-1501.0, -1499.0])
-    timesteps, q1 = aligned_curves(data.runs["Pendulum-v1"]["no_replay_buffer"], "q1_mean")
-    assert np.array_equal(timesteps, TIMESTEPS) and np.isnan(q1[0, 0]) and np.array_equal(q1[0, 1:], [1.0, 2.0])
-    assert aligned_curves(data.runs["Pendulum-v1"]["td3"], "q1_mean")[1].size == 0
-    text = write_report(tmp_path, reps=REPS).read_text()
-    assert "twin-critic gap" in text and "| td3 |" in text
-
-
 def test_warnings_are_listed_once_with_their_runs(tmp_path):
     write_study(
         tmp_path,
@@ -221,7 +280,7 @@ def test_warnings_are_listed_once_with_their_runs(tmp_path):
     failed = run_record(
         "Pendulum-v1", "no_clipped_double_q", 2, 0.0, 0.0, status="failed", warnings=["RuntimeWarning: overflow"]
     )
-    write_json_atomic(run_path(tmp_path, "Pendulum-v1", "no_clipped_double_q", 2), failed)
+    write_run(run_path(tmp_path, "Pendulum-v1", "no_clipped_double_q", 2), failed)
     text = write_report(tmp_path, reps=REPS).read_text()
     assert text.count(WARNING) == 1 and text.count("RuntimeWarning: overflow") == 1
     assert f"- `{WARNING}`: Pendulum-v1 no_replay_buffer (all seeds); Pendulum-v1 td3 (all seeds)" in text
@@ -237,7 +296,7 @@ def test_software_of_the_runs_is_stated_and_mixed_versions_are_named(tmp_path):
             for seed in (0, 1):
                 path = run_path(tmp_path, "Pendulum-v1", variant, seed)
                 torch = "2.11.0+cu130" if (variant, seed) in newer_for else "2.13.0+cpu"
-                write_json_atomic(path, {**read_json(path), "versions": {"torch": torch, "numpy": "2.4.6"}})
+                write_run(path, {**read_run(path), "versions": {"torch": torch, "numpy": "2.4.6"}})
         return write_report(tmp_path, reps=REPS).read_text()
 
     text = set_torch({("td3", 1)})
@@ -335,42 +394,11 @@ def test_report_flags_change_the_plan_and_bad_ones_are_refused(tmp_path, capsys)
     )
     assert report_main([str(tmp_path), "--reps", "100", "--primary", "auc", "--alpha", "0.1"]) == 0
     text = (tmp_path / "report.md").read_text()
-    assert "the report uses the defaults below, changed by the report's options." in text
-    assert "Changed from the defaults: primary final_window -> auc; secondary ['last', 'auc', 'overestimation'] ->" in text
+    assert (
+        "the report uses the defaults below; changed by the report's options: primary final_window -> auc; "
+        "secondary ['last', 'auc', 'overestimation'] ->" in text
+    )
     assert read_json(tmp_path / "report.json")["plan"]["primary"] == "auc"
-
-
-def test_format_3_records_use_the_overestimation_without_the_time_limit_artifact(tmp_path):
-    write_study(tmp_path, leave_one_out(), seeds=range(5))
-    for path in tmp_path.glob("runs/*/*/seed_*.json"):
-        record = read_json(path)
-        evaluations = record["evaluations"]
-        # the new measure: here 1,000 below the old one, so the report can only show it by reading the new key
-        evaluations["overestimation"] = [None if b is None else b - 1000.0 for b in evaluations["bias"]]
-        evaluations["relative_overestimation"] = [0.1, 0.1, 0.1]
-        evaluations["value_states"] = [10, 10, 10]
-        evaluations["value_episodes"] = [[{"states": 5, "q_sum": 1.0}] for _ in TIMESTEPS]
-        write_json_atomic(path, {**record, "format": 3, "overestimation_method": {"name": "return past the time limit"}})
-    text = write_report(tmp_path, reps=REPS).read_text()
-    assert "old measure" not in text and "**Overestimation at the end** (secondary" in text
-    bias_row = table_rows(text, "td3")[3]
-    assert bias_row.startswith("| td3 | 5 | -998.8 [")  # IQM of 1.1, 1.2, 1.3 minus 1,000 (seeds 1-3 of 0-4)
-    run = load_study(tmp_path).runs["Pendulum-v1"]["td3"][0]
-    assert run.value_episodes[0] == [{"states": 5, "q_sum": 1.0}] and "value_episodes" not in run.values
-
-
-def test_old_and_new_overestimation_measures_are_never_mixed(tmp_path):
-    write_study(tmp_path, leave_one_out(), seeds=range(10))
-    for path in tmp_path.glob("runs/*/*/seed_*.json"):
-        record = read_json(path)
-        if record["seed"] >= 5:  # only seeds 5-9 have the new measure
-            record["evaluations"]["overestimation"] = [0.0, 0.0, 7.0]
-            write_json_atomic(path, {**record, "format": 3})
-    from sb3_ablation.study.analyse.analysis import outcome_values
-    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
-
-    seeds, values = outcome_values(load_study(tmp_path), "Pendulum-v1", "td3", "overestimation", AnalysisPlan())
-    assert seeds.tolist() == [5, 6, 7, 8, 9] and values.tolist() == [7.0] * 5
 
 
 def test_a_factorial_study_gets_its_factorial_section_and_interaction_plots(tmp_path):

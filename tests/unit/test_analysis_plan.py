@@ -51,7 +51,7 @@ def test_an_unknown_task_has_no_references():
     ],
 )
 def test_a_bad_plan_is_one_line_naming_every_offending_key(values, message):
-    with pytest.raises(PlanError, match="^analysis: ") as error:
+    with pytest.raises(PlanError, match=r"^analysis: ") as error:
         AnalysisPlan.from_dict(values)
     assert message in str(error.value) and "\n" not in str(error.value)
 

@@ -110,7 +110,9 @@ def _aggregate(
                 row.append((run_outcome(runs[0], plan.primary, plan) - low) / (high - low) if runs else math.nan)
             rows.append(row)
         matrices[v] = np.array(rows)
-    margins = [primary.margin / (bounds[e.env][1] - bounds[e.env][0]) for e in envs if (primary := e.outcome(plan.primary))]  # type: ignore[index]
+    margins = [
+        primary.margin.value / (bounds[e.env][1] - bounds[e.env][0]) for e in envs if (primary := e.outcome(plan.primary))
+    ]  # type: ignore[index]
     margin = float(np.mean(margins)) if margins else math.nan
     stats = outcome_statistics(
         {v: m.mean(axis=1) for v, m in matrices.items()}, baseline, reps=reps, seed=seed, seeds=dict.fromkeys(matrices, seeds)

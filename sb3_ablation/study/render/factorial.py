@@ -312,7 +312,7 @@ def factorial_sections(data: StudyData, envs: Sequence[EnvResult], plan: Analysi
             for variant in design.cells.values():
                 seeds, xs = outcome_values(data, env, variant, key, plan)
                 values[variant] = dict(zip(seeds.tolist(), xs.tolist(), strict=True))
-            result = analyse(design, values, plan.alpha, outcome.margin, plan.power, MIN_RUNS)
+            result = analyse(design, values, plan.alpha, outcome.margin.value, plan.power, MIN_RUNS)
             if result is None:
                 lines += [f"**{outcome.outcome.name}**: fewer than 2 seeds with a run in every cell; no estimate.", ""]
                 continue
@@ -323,7 +323,7 @@ def factorial_sections(data: StudyData, envs: Sequence[EnvResult], plan: Analysi
                 f"### {outcome.outcome.name}" + (" (primary)" if outcome.primary else ""),
                 "",
                 design_line(design, result.seeds) + (incomplete if result.incomplete_seeds else ""),
-                f"Equivalence margin ±{_fmt(outcome.margin)} ({outcome.margin_how}); alpha {plan.alpha} family-wise (Holm).",
+                f"Equivalence margin ±{_fmt(outcome.margin.value)} ({outcome.margin.how}); alpha {plan.alpha} family-wise.",
                 "",
                 *markdown_table(result),
                 "",

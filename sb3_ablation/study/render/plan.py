@@ -32,7 +32,8 @@ def plan_section(model: ReportModel, data: StudyData) -> list[str]:
     lines = ["## Analysis plan", ""]
     at = (model.declared_at or {}).get("at")
     if model.declared is None:
-        lines.append("The study declared no analysis plan: the report uses the defaults below.")
+        changed = "; changed by the report's options: " + "; ".join(model.plan_changes) if model.plan_changes else ""
+        lines.append(f"The study declared no analysis plan: the report uses the defaults below{changed}.")
     else:
         lines.append(
             f"The study declared its plan in `study.json`{f' on {at}' if at else ''}"

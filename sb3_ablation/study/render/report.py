@@ -62,9 +62,10 @@ from sb3_ablation.study.render.tables import (
     table_legend,
     too_few_runs_note,
 )
+from sb3_ablation.study.store.manifest import planned_runs
 from sb3_ablation.study.store.runs import safe_name
 
-__all__ = ["DEFAULT_REPS", "DEFAULT_SEED", "load_study", "study_model", "write_report"]
+__all__ = ["DEFAULT_REPS", "DEFAULT_SEED", "load_study", "status_markdown", "study_model", "write_report"]
 
 MAX_CURVES = 12
 PROFILE_POINTS = 101
@@ -117,6 +118,34 @@ def _overrides(settings: dict) -> str:
 # ----------------------------------------------------------------------------------------------------------------------
 # Sections
 # ----------------------------------------------------------------------------------------------------------------------
+
+
+def status_markdown(data: StudyData) -> str:
+    """
+    How far a study is (the report's status line): its finished runs of the planned
+    ones (:func:`~sb3_ablation.study.store.manifest.planned_runs`) and the seeds each engine trained.
+    """
+    planned = len(planned_runs(data.manifest))
+    finished = sum(len(keys) for keys in data.engines.values())
+    engines = "; ".join(
+        f"{plural(len(keys), 'run')} of seeds {_seed_ranges({seed for _, _, seed in keys})} by the {engine} engine"
+        for engine, keys in sorted(data.engines.items(), key=lambda item: min(seed for _, _, seed in item[1]))
+    )
+    left = planned - finished
+    rest = f"; {left} to run or rerun ({len(data.failed)} failed)" if left else ""
+    seeds = _seed_ranges(set(data.manifest["seeds"]))
+    return f"**Status: {finished} of {planned} runs finished** (seeds {seeds}; {engines}{rest}).\n"
+
+
+def _seed_ranges(seeds: set[int]) -> str:
+    """``0-4, 7``: sorted seeds with runs of consecutive ones joined."""
+    runs: list[list[int]] = []
+    for seed in sorted(seeds):
+        if runs and seed == runs[-1][-1] + 1:
+            runs[-1].append(seed)
+        else:
+            runs.append([seed])
+    return ", ".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
 
 
 def _curve(runs, metric: str, reps: int, seed: int) -> CurveEstimate | None:
@@ -379,6 +408,7 @@ def write_report(
         f"{settings.get('eval_freq') or 'n_timesteps/20'} steps with {settings.get('eval_episodes')} deterministic episodes. "
         f"Baseline: **{model.baseline}**.",
         "",
+        status_markdown(data),
     ]
     lines = [*lines[:2], *plan_banner(model), *lines[2:]]
     lines += plan_section(model, data)
