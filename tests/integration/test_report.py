@@ -401,7 +401,7 @@ def test_report_flags_change_the_plan_and_bad_ones_are_refused(tmp_path, capsys)
     assert read_json(tmp_path / "report.json")["plan"]["primary"] == "auc"
 
 
-def test_a_factorial_study_gets_its_factorial_section_and_interaction_plots(tmp_path):
+def test_a_factorial_study_gets_its_factorial_section_with_yates_effects_and_plots(tmp_path):
     from sb3_ablation.study.plan.variants import resolve_variants
 
     variants = resolve_variants("factorial:target_networks,clipped_double_q")
@@ -411,13 +411,18 @@ def test_a_factorial_study_gets_its_factorial_section_and_interaction_plots(tmp_
         cost = 100.0 * (not variant.switches["target_networks"])
         return lambda seed: (-150.0 - cost - 3 * seed + (seed % 2), 1.0)
 
-    write_study(tmp_path, {("Pendulum-v1", v.name): outcome(v) for v in variants}, seeds=range(6))
+    write_study(tmp_path, {("Pendulum-v1", v.name): outcome(v) for v in variants}, seeds=range(10))
     text = write_report(tmp_path, reps=REPS).read_text()
-    assert "## Pendulum-v1: factorial analysis" in text
-    assert re.search(r"\| remove target_networks \| -100\.0 \[.*\| differs \|", text)
-    assert (tmp_path / "figures" / "Pendulum-v1_factorial_final_window.png").stat().st_size > 0
-    effects = read_json(tmp_path / "report.json")["sections"]["Pendulum-v1: factorial analysis"]["outcomes"]
-    assert effects["final_window"]["effects"]["target_networks"]["verdict"] == "differs"
+    assert "## Pendulum-v1: factorial analysis" in text and "Design: full 2^2 factorial" in text
+    assert re.search(r"\| target_networks \| 100\.0 \[.*\| \*\*differs\*\*", text)
+    for figure in ("factorial_final_window", "half_normal_final_window"):
+        assert (tmp_path / "figures" / f"Pendulum-v1_{figure}.png").stat().st_size > 0
+    section = read_json(tmp_path / "report.json")["sections"]["Pendulum-v1: factorial analysis"]
+    primary = section["outcomes"]["final_window"]
+    assert primary["main_effects"]["target_networks"]["verdict"] == "differs"
+    assert primary["main_effects"]["target_networks"]["effect"] == pytest.approx(100.0)
+    assert list(primary["interactions"]) == ["target_networks x clipped_double_q"] and section["design"]["generators"] == []
+    assert primary["smallest_sufficient_set"]["keep"] == ["target_networks"]
     loo = tmp_path / "loo"
     write_study(loo, leave_one_out(), seeds=range(5))
     assert "factorial analysis" not in write_report(loo, reps=REPS).read_text()

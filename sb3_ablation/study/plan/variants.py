@@ -13,9 +13,10 @@ A variant name is one of:
 
 Presets: ``leave-one-out`` (``td3`` and each switch off alone: 7 variants), ``factorial`` (all 2^6 = 64 switch
 combinations), ``factorial:<switch>,<switch>,...`` (the full 2^k design over the named switches, the others on; e.g.
-``factorial:target_networks,delayed_policy_update`` is 4 variants) and ``ddpg-to-td3`` (``ddpg``, then TD3's
-components added one at a time: clipped double Q, target policy smoothing, delayed policy update; the last step is
-``td3``).
+``factorial:target_networks,delayed_policy_update`` is 4 variants), ``fraction`` (the 2^(6-1) half fraction with
+I = ABCDEF, 32 variants), ``fraction:<switch>,...[/<generators>]`` (see :mod:`~sb3_ablation.study.plan.designs`)
+and ``ddpg-to-td3`` (``ddpg``, then TD3's components added one at a time: clipped double Q, target policy smoothing,
+delayed policy update; the last step is ``td3``).
 
 Every configuration has one canonical name (the shortest spelling, ``no_...`` preferred on a tie, switches in
 ``SWITCHES`` order), so the same configuration asked for twice (say by ``leave-one-out`` and ``ddpg-to-td3``) is run
@@ -25,10 +26,10 @@ once.
 from __future__ import annotations
 
 import difflib
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from sb3_ablation.study.plan.designs import Design, parse_design
 from sb3_ablation.switches import BY_NAME, DEFAULTS, SWITCHES, TABLE, TD3_ADDITIONS
 
 DDPG_SWITCHES = {switch: switch not in TD3_ADDITIONS for switch in SWITCHES}
@@ -40,9 +41,9 @@ SWITCH_OFF_VARIANTS = {switch.variant: switch.name for switch in TABLE}
 REFERENCE_ALGOS = {"ref_ddpg": "ddpg_scratch", "ref_sb3_td3": "td3"}
 ABLATABLE_ALGO = "ablatable_td3"
 
-PRESETS = ("leave-one-out", "factorial", "ddpg-to-td3")
-#: prefix of a factorial design over some switches: ``factorial:<switch>,<switch>,...``
-FACTORIAL_PREFIX = "factorial:"
+PRESETS = ("leave-one-out", "factorial", "fraction", "ddpg-to-td3")
+#: prefixes of a design over some switches (:mod:`~sb3_ablation.study.plan.designs`): ``factorial:<switch>,...``
+DESIGN_PREFIXES = ("factorial:", "fraction:")
 
 
 @dataclass(frozen=True)
@@ -133,49 +134,25 @@ def parse_variant(name: str) -> Variant:
     return Variant(canonical_name(switches), ABLATABLE_ALGO, switches)
 
 
-def parse_factorial_switches(preset: str) -> list[str]:
-    """
-    The switches of a ``factorial:<switch>,<switch>,...`` preset, in the order given.
-
-    :param preset: e.g. ``factorial:target_networks,clipped_double_q``
-    :return: the switch names
-    """
-    names = [name.strip() for name in preset[len(FACTORIAL_PREFIX) :].split(",") if name.strip()]
-    for name in names:
-        if name not in SWITCHES:
-            close = difflib.get_close_matches(name, SWITCHES, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(f"unknown switch {name!r} in {preset!r}{hint}; expected switches among {', '.join(SWITCHES)}")
-    if len(names) < 2 or len(set(names)) != len(names):
-        raise ValueError(f"{preset!r} needs at least two different switches, e.g. factorial:target_networks,clipped_double_q")
-    return names
-
-
-def factorial_names(switches: Sequence[str]) -> list[str]:
-    """
-    The canonical names of the full 2^k design over ``switches`` (the other switches on): ``td3`` first, then by the
-    number of switches off.
-
-    :param switches: the k switches that vary
-    :return: the 2^k variant names
-    """
-    combos = sorted(itertools.product((True, False), repeat=len(switches)), key=lambda values: values.count(False))
-    return [canonical_name({**TD3_SWITCHES, **dict(zip(switches, values, strict=True))}) for values in combos]
+def design_names(design: Design) -> list[str]:
+    """The canonical names of a design's cells: ``td3`` first, then by the number of switches off."""
+    names = [canonical_name(cell) for cell in design.cells]
+    return sorted(names, key=lambda name: sum(not on for on in parse_variant(name).switches.values()))
 
 
 def expand_preset(preset: str) -> list[str]:
     """
     The variant names of a preset.
 
-    :param preset: ``leave-one-out``, ``factorial``, ``factorial:<switch>,...`` or ``ddpg-to-td3``
+    :param preset: ``leave-one-out``, ``ddpg-to-td3`` or a design (``factorial``, ``fraction``, ``factorial:<switch>,...``,
+        ``fraction:<switch>,...[/<generators>]``: :func:`~sb3_ablation.study.plan.designs.parse_design`)
     :return: variant names, the full TD3 (or DDPG for the chain) first
     """
     if preset == "leave-one-out":
         return ["td3", *SWITCH_OFF_VARIANTS]
-    if preset == "factorial":
-        return factorial_names(SWITCHES)
-    if preset.startswith(FACTORIAL_PREFIX):
-        return factorial_names(parse_factorial_switches(preset))
+    design = parse_design(preset)
+    if design is not None:
+        return design_names(design)
     if preset == "ddpg-to-td3":
         chain, switches = ["ddpg"], dict(DDPG_SWITCHES)
         for switch in TD3_ADDITIONS:
@@ -197,13 +174,13 @@ def resolve_variants(names: Iterable[str] | str) -> list[Variant]:
     tokens: list[str] = []
     for item in names:
         for word in str(item).split():
-            # the commas of factorial:a,b name its switches; elsewhere they separate variants
-            tokens += [word] if word.startswith(FACTORIAL_PREFIX) else [token for token in word.split(",") if token]
+            # the commas of factorial:a,b and fraction:a,b/E=AB name its switches; elsewhere they separate variants
+            tokens += [word] if word.startswith(DESIGN_PREFIXES) else [token for token in word.split(",") if token]
     if not tokens:
         raise ValueError("no variants given; expected a preset (leave-one-out, factorial, ddpg-to-td3) or variant names")
     variants: dict[str, Variant] = {}
     for token in tokens:
-        is_preset = token in PRESETS or token.startswith(FACTORIAL_PREFIX)
+        is_preset = token in PRESETS or token.startswith(DESIGN_PREFIXES)
         for name in expand_preset(token) if is_preset else [token]:
             variant = parse_variant(name)
             variants.setdefault(variant.name, variant)

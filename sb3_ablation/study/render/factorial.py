@@ -1,340 +1,215 @@
-"""The factorial analysis of a study: main effects and two-way interactions of the switches of a 2^k design.
-
-A study whose variants include the full 2^k design over some switches (the others on), such as
-``--variants factorial:target_networks,clipped_double_q``, lets every run inform every effect. Within each seed (a
-block: the 2^k runs of one seed share their initial weights and evaluation episodes) the outcome ``y`` of the 2^k
-runs gives, with ``z_A = +1`` where switch A is off and ``-1`` where it is on:
-
-- the **main effect of removing A**: the mean of ``y`` over the runs with A off minus the mean over the runs with A on,
-  ``(2 / 2^k) sum y z_A``. It is averaged over the levels of the other k - 1 switches, which is a different question
-  from the leave-one-out effect (removing A from full TD3, every other switch on): the two agree only where A does not
-  interact with the others;
-- the **interaction of A and B**: the effect of removing A when B is off minus the effect of removing A when B is on
-  (symmetric in A and B), ``(4 / 2^k) sum y z_A z_B``: 0 when the two components act independently.
-
-Each effect is a per-seed contrast, so the seeds give its sampling distribution: a one-sample t-test over the seeds
-(equivalently, the linear model with seed blocks where the effect-by-seed interaction is the error term), Holm's
-correction within the family of the k main effects and k(k-1)/2 interactions of one env and outcome, and the same three
-verdicts as the leave-one-out comparisons (:func:`sb3_ablation.study.analyse.inference.compare_family`).
-"""
+"""The factorial section of a report: effects with verdicts and aliases, a half-normal plot, interaction plots of the
+strongest pairs, which components need each other in plain words, and the smallest sufficient set."""
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from sb3_ablation import SWITCHES
-from sb3_ablation.study.analyse.analysis import EnvResult, Section, outcome_values
-from sb3_ablation.study.analyse.inference import Comparison, compare_family
-from sb3_ablation.study.analyse.statistics import MIN_RUNS
-from sb3_ablation.study.plan.variants import parse_variant
+from sb3_ablation.study.analyse.analysis import EnvResult, Section
+from sb3_ablation.study.analyse.factorial import FactorialResult, analyse_outcome, half_normal_points, study_design
+from sb3_ablation.study.analyse.inference import Comparison
+from sb3_ablation.study.analyse.results import StudyData
+from sb3_ablation.study.analyse.robust import TEST_NAMES
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.render.figures import save_figure
+from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.json import comparison_json
+from sb3_ablation.study.render.tables import verdict_cell
 from sb3_ablation.study.store.runs import safe_name
 
-if TYPE_CHECKING:
-    from sb3_ablation.study.analyse.results import StudyData
-    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
-
-#: the symbol between two switch names in the name of their interaction
-INTERACTION = " x "
-
-
-@dataclass(frozen=True)
-class FactorialDesign:
-    """
-    The full 2^k design over ``switches`` found among a study's variants.
-
-    :param switches: the switches that vary (the others are on in every cell)
-    :param cells: each cell's variant name, keyed by the levels of ``switches`` (``True`` = on)
-    """
-
-    switches: tuple[str, ...]
-    cells: dict[tuple[bool, ...], str]
-
-    @property
-    def effects(self) -> list[str]:
-        """The effect names: one main effect per switch, then every two-way interaction."""
-        pairs = itertools.combinations(self.switches, 2)
-        return [*self.switches, *(a + INTERACTION + b for a, b in pairs)]
-
-
-@dataclass(frozen=True)
-class FactorialResult:
-    """
-    The factorial analysis of one outcome on one env.
-
-    :param design: the design the runs form
-    :param seeds: the seeds with a finished run in every cell (the blocks used)
-    :param incomplete_seeds: seeds with some but not all cells finished (left out)
-    :param comparisons: effect name -> its estimate, CI, raw and Holm-adjusted p and verdict
-    :param cell_means: each cell's mean outcome over ``seeds`` (for the interaction plot)
-    """
-
-    design: FactorialDesign
-    seeds: tuple[int, ...]
-    incomplete_seeds: tuple[int, ...]
-    comparisons: dict[str, Comparison]
-    cell_means: dict[tuple[bool, ...], float]
-
-
-def find_design(variant_switches: Mapping[str, Mapping[str, bool]]) -> FactorialDesign | None:
-    """
-    The largest full 2^k design (k >= 2, the other switches on) among the variants, if there is one.
-
-    :param variant_switches: variant name -> its six switch values (reference rows left out)
-    :return: the design, or ``None`` (a leave-one-out study has none: it lacks the runs with two switches off)
-    """
-    by_switches = {tuple(switches[name] for name in SWITCHES): variant for variant, switches in variant_switches.items()}
-    varying = [name for name in SWITCHES if any(not switches[name] for switches in variant_switches.values())]
-    for k in range(len(varying), 1, -1):
-        for subset in itertools.combinations(varying, k):
-            cells = {}
-            for levels in itertools.product((True, False), repeat=k):
-                setting = dict(zip(subset, levels, strict=True))
-                key = tuple(setting.get(name, True) for name in SWITCHES)
-                if key not in by_switches:
-                    break
-                cells[levels] = by_switches[key]
-            else:
-                return FactorialDesign(tuple(subset), cells)
-    return None
-
-
-def seed_contrasts(design: FactorialDesign, outcomes: Mapping[tuple[bool, ...], float]) -> dict[str, float]:
-    """
-    Every main effect and two-way interaction of one seed's 2^k outcomes (see the module docstring).
-
-    :param design: the design
-    :param outcomes: the seed's outcome in each cell, keyed like ``design.cells``
-    :return: effect name -> its estimate in this seed
-    """
-    levels = np.array(list(outcomes), dtype=bool)  # (2^k, k), True = on
-    y = np.array(list(outcomes.values()), dtype=np.float64)
-    z = np.where(levels, -1.0, 1.0)  # +1 where the switch is off: effects of removing a component
-    n_cells = len(y)
-    contrasts = {name: float(2.0 / n_cells * np.sum(y * z[:, i])) for i, name in enumerate(design.switches)}
-    for (i, a), (j, b) in itertools.combinations(enumerate(design.switches), 2):
-        contrasts[a + INTERACTION + b] = float(4.0 / n_cells * np.sum(y * z[:, i] * z[:, j]))
-    return contrasts
-
-
-def analyse(
-    design: FactorialDesign,
-    values: Mapping[str, Mapping[int, float]],
-    alpha: float,
-    margin: float,
-    power: float = 0.8,
-    min_n: int = 2,
-) -> FactorialResult | None:
-    """
-    Estimate every main effect and two-way interaction of one outcome, with Holm's correction over them.
-
-    :param design: the design
-    :param values: variant name -> seed -> the run's outcome (finite values only count)
-    :param alpha: the family-wise error rate
-    :param margin: the equivalence margin (in the outcome's units)
-    :param power: the power of the minimum detectable effect
-    :param min_n: fewer complete seeds than this: no test (every effect ``unresolved``)
-    :return: the result, or ``None`` when fewer than 2 seeds have a finished run in every cell
-    """
-    seeds_per_cell = [
-        {seed for seed, value in values.get(variant, {}).items() if math.isfinite(value)} for variant in design.cells.values()
-    ]
-    complete = sorted(set.intersection(*seeds_per_cell))
-    incomplete = sorted(set.union(*seeds_per_cell) - set(complete))
-    if len(complete) < 2:
-        return None
-    per_seed = [
-        seed_contrasts(design, {levels: values[variant][seed] for levels, variant in design.cells.items()})
-        for seed in complete
-    ]
-    differences = {name: np.array([contrasts[name] for contrasts in per_seed]) for name in design.effects}
-    cell_means = {
-        levels: float(np.mean([values[variant][seed] for seed in complete])) for levels, variant in design.cells.items()
-    }
-    return FactorialResult(
-        design=design,
-        seeds=tuple(complete),
-        incomplete_seeds=tuple(incomplete),
-        comparisons=compare_family(differences, alpha, margin, power, min_n),
-        cell_means=cell_means,
-    )
-
-
-def effect_label(name: str) -> str:
-    """How an effect is named in the report: ``remove <switch>`` or ``<switch> x <switch>``."""
-    return name if INTERACTION in name else f"remove {name}"
-
-
 EXPLANATION = (
-    "A factorial **main effect** of removing a component is the mean outcome of the runs without it minus the mean of "
-    "the runs with it, averaged over every combination of the other varied switches; the leave-one-out effect removes "
-    "the component from full TD3 only (every other switch on). The two agree only where the component does not "
-    "interact with the others. An **interaction** A x B is the effect of removing A when B is off minus the effect of "
-    "removing A when B is on (0 when the two act independently; symmetric in A and B). Each effect is computed within "
-    "each seed (the runs of one seed share initial weights and evaluation episodes) and tested over the seeds with a "
-    "one-sample t-test; Holm's correction runs over the family of all main effects and interactions of one outcome."
+    "Effects on the standard (Yates) scale: a **main effect** is the mean outcome with the component on minus the mean "
+    "with it removed, averaged over every combination of the other components in the design. That is not "
+    "leave-one-out's question (remove it from full TD3): the two agree only where the component does not interact with "
+    "the others. A **two-factor interaction** A x B is half the difference between A's effect with B on and with B off "
+    "(0 when they act independently; negative when removing both costs more than the two removals apart). Each effect "
+    "is computed within each seed from that seed's cells and tested over the seeds; main effects are one family, "
+    "two-factor interactions another, each with one family-wise alpha for `differs` and `equivalent`, the margin "
+    "applied on this scale. Three-factor interactions are estimates, without verdicts."
 )
 
 
-def _fmt(value: float | None, digits: int = 1) -> str:
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{value:,.{digits}f}"
+def _alias_note(result: FactorialResult, word: str) -> str:
+    aliases = result.aliases.get(word, ())
+    return ", ".join(result.name(a) for a in aliases[:2]) + (" ..." if len(aliases) > 2 else "") if aliases else "—"
 
 
-def _fmt_p(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{value:.3g}"
-
-
-def markdown_table(result: FactorialResult) -> list[str]:
-    """The effects of one outcome as a markdown table (one row per effect)."""
+def _table(result: FactorialResult, comparisons: dict[str, Comparison], title: str) -> list[str]:
+    aliased = bool(result.design.generators)
     lines = [
-        "| effect | estimate [95% t-interval] | p (t-test) | p (Holm) | verdict | MDE (80% power) | seeds needed |",
-        "|---|---:|---:|---:|:---:|---:|---:|",
+        f"| {title} | effect [95% CI] | p (adjusted) | verdict |" + (" aliased with |" if aliased else ""),
+        "|---|---:|---:|:---|" + ("---|" if aliased else ""),
     ]
-    for name, comparison in result.comparisons.items():
-        ci = comparison.ci
-        ci_text = f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci is not None else ""
-        needed = comparison.seeds_needed
-        lines.append(
-            f"| {effect_label(name)} | {_fmt(comparison.effect)} {ci_text} | {_fmt_p(comparison.p_raw)} | "
-            f"{_fmt_p(comparison.p_adjusted)} | {comparison.verdict} | {_fmt(comparison.mde)} | "
-            f"{needed if needed is not None else '—'} |"
-        )
-    return lines
+    for word, c in sorted(comparisons.items(), key=lambda item: -abs(item[1].effect)):
+        cells = [result.name(word), f"{fmt(c.effect)} {fmt_ci(c.ci)}", f"{fmt_p(c.p_raw)} ({fmt_p(c.p_adjusted)})",
+                 verdict_cell(c.verdict, c.within_margin) + (f" ({c.reason})" if c.reason else "")]  # fmt: skip
+        if aliased:
+            cells.append(_alias_note(result, word))
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
-def summary_lines(result: FactorialResult, outcome: str) -> list[str]:
-    """One generated sentence per effect whose verdict is not ``unresolved``, then the unresolved ones in one line."""
-    n = len(result.seeds)
-    lines = []
-    unresolved = []
-    for name, comparison in result.comparisons.items():
-        ci = comparison.ci
-        ci_text = f" [{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci is not None else ""
-        if comparison.verdict == "unresolved":
-            unresolved.append(effect_label(name))
-            continue
-        lines.append(
-            f"- {effect_label(name)}: **{comparison.verdict}** on {outcome}: {_fmt(comparison.effect)}{ci_text} "
-            f"(t-test of the per-seed contrasts over {n} seeds, Holm-adjusted p {_fmt_p(comparison.p_adjusted)}, "
-            f"margin ±{_fmt(comparison.margin)})."
+def _pair_lines(result: FactorialResult) -> list[str]:
+    lines = ["Which components need each other (the strongest two-factor interactions; cell means relative to both on):", ""]
+    for pair in result.pairs:
+        a, b = pair.name.split(" x ")
+        need = (
+            "need each other" if pair.interaction > 0 else "stand in for each other" if pair.interaction < 0 else "act apart"
         )
-    if unresolved:
+        verdict = result.two[pair.word].verdict
         lines.append(
-            f"- unresolved on {outcome} ({n} seeds; see the table for the MDE and seeds needed): "
-            + ", ".join(unresolved)
+            f"- **{a} and {b}**: removing {a} alone {fmt(pair.without_a)}, {b} alone {fmt(pair.without_b)}, both "
+            f"{fmt(pair.without_both)} (the sum of the two alone: {fmt(pair.without_a + pair.without_b)}); interaction "
+            f"{fmt(pair.interaction)}, `{verdict}`: they {need} on this outcome"
+            + ("" if verdict == "differs" else " (not shown: the interaction is not `differs`)")
             + "."
         )
-    return lines
+    return [*lines, ""]
 
 
-def plot_interactions(result: FactorialResult, outcome: str, title: str, path: Path) -> None:
-    """
-    Interaction plots: for each pair (A, B), the mean outcome with A on and off, one line per level of B (averaged over
-    the other switches). Parallel lines mean no interaction.
+def _sufficient_line(result: FactorialResult) -> list[str]:
+    s = result.sufficient
+    if s is None:
+        return ["No set of components is sufficient within the margin (or the outcome has no margin).", ""]
+    keep = ", ".join(s.keep) or "none"
+    check = (
+        f"observed in the design's own cell {s.cell}: {fmt(s.observed_drop)} below full TD3"
+        if s.observed_drop is not None
+        else f"the cell {s.cell} is not in this fraction: a model prediction only"
+    )
+    return [
+        f"Smallest set of components to keep (removing all the others lowers the return by at most the margin "
+        f"±{fmt(result.margin)}, by the model of main effects and two-factor interactions): **{keep}**; predicted "
+        f"drop {fmt(s.predicted_drop)}, {check}. A description of these runs, not a test.",
+        "",
+    ]
 
-    :param result: the analysis of one outcome
-    :param outcome: the outcome's label (y axis)
-    :param title: the figure's title
-    :param path: where to write the PNG
-    """
-    import matplotlib
 
-    matplotlib.use("Agg")
+def plot_half_normal(result: FactorialResult, title: str, path: Path) -> None:
+    """Daniel's half-normal plot of the main effects and two-factor interactions (|effect| against its quantile)."""
     import matplotlib.pyplot as plt
 
-    from sb3_ablation.study.render.figures import _save
+    quantiles, effects, words = half_normal_points(result)
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    ax.scatter(quantiles, effects, s=18)
+    for rank, (q, e, w) in enumerate(list(zip(quantiles, effects, words, strict=True))[-5:]):
+        ax.annotate(
+            result.name(w), (q, e), fontsize=7, xytext=(-6, 6 + 9 * (rank % 2)), textcoords="offset points", ha="right"
+        )
+    if len(effects) and effects[-1] > 20 * max(float(np.median(effects)), 1e-9):
+        ax.set_yscale("symlog", linthresh=float(np.median(effects)) or 1.0)  # one dominant effect would hide the rest
+    ax.set_xlabel("half-normal quantile")
+    ax.set_ylabel("|effect| (Yates scale)")
+    ax.set_title(title, fontsize=9)
+    save_figure(fig, path)
 
-    switches = result.design.switches
-    pairs = list(itertools.combinations(range(len(switches)), 2))
-    columns = min(3, len(pairs))
-    rows = math.ceil(len(pairs) / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False)
-    for ax, (i, j) in zip(axes.flat, pairs, strict=False):
-        for level_b, style in ((True, "-o"), (False, "--s")):
-            means = []
-            for level_a in (True, False):
-                cells = [mean for levels, mean in result.cell_means.items() if levels[i] == level_a and levels[j] == level_b]
-                means.append(float(np.mean(cells)))
-            ax.plot([0, 1], means, style, label=f"{switches[j]} {'on' if level_b else 'off'}")
-        ax.set_xticks([0, 1], [f"{switches[i]}\non", "off"])
-        ax.set_ylabel(outcome)
+
+def plot_interactions(result: FactorialResult, ylabel: str, title: str, path: Path) -> None:
+    """Interaction plots of the strongest pairs: the mean with A on and off, one line per level of B."""
+    import matplotlib.pyplot as plt
+
+    pairs = result.pairs or []
+    fig, axes = plt.subplots(1, max(len(pairs), 1), figsize=(4.2 * max(len(pairs), 1), 3.4), squeeze=False)
+    for ax, pair in zip(axes.flat, pairs, strict=False):
+        a, b = pair.name.split(" x ")
+        for level_b, style in ((0, "-o"), (1, "--s")):
+            ax.plot(
+                [0, 1], [pair.means[0][level_b], pair.means[1][level_b]], style, label=f"{b} {'on' if level_b == 0 else 'off'}"
+            )
+        ax.set_xticks([0, 1], [f"{a}\non", "off"])
+        ax.set_ylabel(ylabel)
         ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(pairs) :]:
-        ax.set_visible(False)
-    fig.suptitle(f"{title} ({len(result.seeds)} seeds)")
+    fig.suptitle(f"{title} ({len(result.seeds)} seeds)", fontsize=9)
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
 
 
-def design_line(design: FactorialDesign, seeds: Sequence[int]) -> str:
-    """One line naming the design and its blocks."""
-    k = len(design.switches)
-    return (
-        f"Factorial design: 2^{k} = {2**k} variants over {', '.join(design.switches)} (the other switches on), "
-        f"{len(seeds)} complete seeds: {len(seeds) * 2**k} runs."
-    )
+def _effects_json(result: FactorialResult, comparisons: dict[str, Comparison]) -> dict[str, Any]:
+    return {
+        result.name(w): {**comparison_json(c), "aliases": [result.name(a) for a in result.aliases.get(w, ())]}
+        for w, c in comparisons.items()
+    }
+
+
+def _result_json(result: FactorialResult) -> dict[str, Any]:
+    sufficient = result.sufficient
+    return {
+        "seeds": result.seeds,
+        "margin": result.margin,
+        "main_effects": _effects_json(result, result.main),
+        "interactions": _effects_json(result, result.two),
+        "three_factor": {
+            result.name(w): {"estimate": v, "aliases": [result.name(a) for a in result.aliases.get(w, ())]}
+            for w, v in result.three.items()
+        },
+        "cell_means": result.cell_means,
+        "smallest_sufficient_set": None
+        if sufficient is None
+        else {
+            "keep": list(sufficient.keep),
+            "predicted_drop": sufficient.predicted_drop,
+            "observed_drop": sufficient.observed_drop,
+            "cell": sufficient.cell,
+        },
+    }
 
 
 def factorial_sections(data: StudyData, envs: Sequence[EnvResult], plan: AnalysisPlan) -> list[Section]:
-    """
-    The report's factorial section of each env whose variants hold a full 2^k design (none for a leave-one-out study).
-
-    :param data: the loaded study
-    :param envs: the report model's per-env results (their outcomes and equivalence margins)
-    :param plan: the analysis plan (alpha, power, outcomes)
-    :return: one section per env with a design
-    """
+    """One section per env whose variants form a 2^k design or a regular fraction (none for leave-one-out)."""
     sections = []
     for env_result in envs:
-        env = env_result.env
-        variants = [parse_variant(name) for name in data.runs.get(env, {})]
-        design = find_design({v.name: v.switches for v in variants if not v.is_reference})
-        if design is None:
+        found = study_design(data, env_result.env)
+        if found is None:
             continue
-        lines = [EXPLANATION, ""]
+        design, variant_of = found
+        env, name = env_result.env, safe_name(env_result.env)
         figures: dict[str, Callable[[Path], None]] = {}
-        json: dict[str, Any] = {"switches": list(design.switches), "outcomes": {}}
+        json: dict[str, Any] = {"design": design.to_dict(), "resolution": design.resolution, "outcomes": {}}
+        lines = [f"Design: {design.describe()}.", "", EXPLANATION, ""]
+        if design.generators:
+            lines += [
+                f"In this fraction each effect is confounded with its aliases (I = {' = '.join(design.defining_relation)}): "
+                "an estimate is the sum of the effect and its aliases, read as the effect only where the aliases are "
+                "negligible (here four- and five-factor interactions for resolution VI).",
+                "",
+            ]
         for outcome in env_result.outcomes:
-            key = outcome.outcome.key
-            values = {}
-            for variant in design.cells.values():
-                seeds, xs = outcome_values(data, env, variant, key, plan)
-                values[variant] = dict(zip(seeds.tolist(), xs.tolist(), strict=True))
-            result = analyse(design, values, plan.alpha, outcome.margin.value, plan.power, MIN_RUNS)
+            result = analyse_outcome(data, env, design, variant_of, outcome.outcome.key, plan, outcome.margin.value)
             if result is None:
                 lines += [f"**{outcome.outcome.name}**: fewer than 2 seeds with a run in every cell; no estimate.", ""]
                 continue
-            figure = f"{safe_name(env)}_factorial_{key}.png"
-            figures[figure] = partial(plot_interactions, result, outcome.outcome.short, f"{env}: {outcome.outcome.short}")
-            incomplete = f" (left out, incomplete: seeds {', '.join(map(str, result.incomplete_seeds))})"
             lines += [
                 f"### {outcome.outcome.name}" + (" (primary)" if outcome.primary else ""),
                 "",
-                design_line(design, result.seeds) + (incomplete if result.incomplete_seeds else ""),
-                f"Equivalence margin ±{_fmt(outcome.margin.value)} ({outcome.margin.how}); alpha {plan.alpha} family-wise.",
+                f"{len(result.seeds)} complete seeds ({len(result.seeds) * len(design.cells)} runs)"
+                + (
+                    f"; left out, incomplete: seeds {', '.join(map(str, result.incomplete_seeds))}"
+                    if result.incomplete_seeds
+                    else ""
+                )
+                + f". {TEST_NAMES[plan.test]} on the per-seed effects; margin ±{fmt(result.margin)} ({outcome.margin.how}).",
                 "",
-                *markdown_table(result),
-                "",
-                *summary_lines(result, outcome.outcome.name),
-                "",
-                f"![interaction plots](figures/{figure})",
-                "",
+                *_table(result, result.main, "main effect (component on - removed)"),
+                *_table(result, result.two, "two-factor interaction"),
             ]
-            json["outcomes"][key] = {
-                "seeds": list(result.seeds),
-                "effects": {name: comparison_json(c) for name, c in result.comparisons.items()},
-            }
+            if result.three and not design.generators:
+                top = sorted(result.three.items(), key=lambda item: -abs(item[1]))[:5]
+                lines += ["Largest three-factor interactions (estimates, no verdicts): "
+                          + "; ".join(f"{result.name(w)} {fmt(v)}" for w, v in top) + ".", ""]  # fmt: skip
+            lines += _pair_lines(result)
+            if outcome.primary:
+                lines += _sufficient_line(result)
+                half_normal = f"{name}_half_normal_{outcome.outcome.key}.png"
+                figures[half_normal] = partial(plot_half_normal, result, f"{env}: {outcome.outcome.short}, half-normal plot")
+                lines += [f"![half-normal plot](figures/{half_normal})", ""]
+            figure = f"{name}_factorial_{outcome.outcome.key}.png"
+            figures[figure] = partial(plot_interactions, result, outcome.outcome.short, f"{env}: {outcome.outcome.short}")
+            lines += [f"![interaction plots](figures/{figure})", ""]
+            json["outcomes"][outcome.outcome.key] = _result_json(result)
         sections.append(Section(f"{env}: factorial analysis", lines, json, figures))
     return sections

@@ -23,7 +23,8 @@ def palette(variants: Sequence[str]) -> dict[str, Any]:
     return dict(zip(variants, sns.color_palette(name, n_colors=max(len(variants), 1)), strict=False))
 
 
-def _save(fig, path: Path) -> None:
+def save_figure(fig, path: Path) -> None:
+    """Write a figure atomically and close it."""
     import matplotlib.pyplot as plt
 
     with atomic_path(path) as tmp:
@@ -102,7 +103,7 @@ def plot_curve_panels(suptitle: str, panels: list[Panel], colors: dict[str, Any]
     axes.flat[0].legend(fontsize="small", loc="best", title="variant (runs)", title_fontsize="small")
     fig.suptitle(suptitle)
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def _symlog_threshold(panel: Panel, spread: float = 100.0) -> float | None:
@@ -151,7 +152,7 @@ def plot_performance_profiles(
     )
     ax.legend(fontsize="small", loc="best")
     ax.set_title(title, fontsize="medium")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_intervals(
@@ -183,4 +184,4 @@ def plot_intervals(
     axes[0].set_ylabel("variant")
     fig.suptitle(title)
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
