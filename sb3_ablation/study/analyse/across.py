@@ -57,6 +57,12 @@ class ComponentAcrossTasks:
     def task_dependent(self) -> bool:
         return self.p_heterogeneity_adjusted <= self.alpha
 
+    @property
+    def signs(self) -> str:
+        """``same sign`` or ``opposite signs``: the direction of the per-task effects."""
+        signs = {np.sign(d) for d, _, _ in self.effects.values() if d}
+        return "opposite signs" if len(signs) > 1 else "same sign"
+
 
 @dataclass
 class Aggregate:

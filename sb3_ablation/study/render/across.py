@@ -38,11 +38,12 @@ def across_section(
         "|---|---|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for c in across.components:
+        dependent = f"**yes** ({c.signs})" if c.task_dependent else "no"
         per_env = ", ".join(f"{env}: {fmt(d, 2)} ({verdict})" for env, (d, _, verdict) in c.effects.items())
         lines.append(
             f"| {c.variant} | {per_env} | {fmt(c.meta.estimate, 2)} {fmt_ci((c.meta.ci_low, c.meta.ci_high), 2)} | "
             f"{fmt_p(c.meta.p)} | {fmt_p(c.p_adjusted)} | {fmt(c.meta.tau2, 3)} | {fmt(100 * c.meta.i2, 0)}% | "
-            f"{fmt_p(c.p_heterogeneity)} ({fmt_p(c.p_heterogeneity_adjusted)}) | {'**yes**' if c.task_dependent else 'no'} |"
+            f"{fmt_p(c.p_heterogeneity)} ({fmt_p(c.p_heterogeneity_adjusted)}) | {dependent} |"
         )
     lines.append("")
     a = across.aggregate

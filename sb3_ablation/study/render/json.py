@@ -119,6 +119,7 @@ def model_json(model: ReportModel) -> dict:
                     "p_heterogeneity": _number(c.p_heterogeneity),
                     "p_heterogeneity_adjusted": _number(c.p_heterogeneity_adjusted),
                     "task_dependent": c.task_dependent,
+                    "signs": c.signs,
                 }
                 for c in model.across.components
             },

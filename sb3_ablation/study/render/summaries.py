@@ -102,7 +102,13 @@ def summary_across_tasks(model: ReportModel) -> list[str]:
     k = len(across.envs)
     lines = []
     for c in across.components:
-        state = "task-dependent" if c.task_dependent else ("consistent" if c.consistent else "not detected")
+        state = (
+            f"task-dependent ({c.signs} on the {k} tasks)"
+            if c.task_dependent
+            else "consistent"
+            if c.consistent
+            else "not detected"
+        )
         lines.append(
             f"- {c.variant}: combined standardized effect {fmt(c.meta.estimate, 2)} "
             f"{fmt_ci((c.meta.ci_low, c.meta.ci_high), 2)} over {k} tasks (random effects, Hartung-Knapp), p Holm "
