@@ -18,6 +18,8 @@ TINY_STUDY = dict(
     hyperparams={"learning_starts": 100, "policy_kwargs": "dict(net_arch=[16, 16])", "batch_size": 32},
     workers=2,
     progress=False,
+    # the tests load final models to compare weights; studies keep none by default
+    keep_models=True,
 )
 
 

@@ -173,7 +173,7 @@ def test_from_agents_seeds_env_k_with_agent_ks_seed_as_a_single_run_does():
 
 STUDY = [
     "--env", "Pendulum-v1", "--variants", "leave-one-out", "--seeds", "2", "--n-timesteps", "300", "--eval-freq", "150",
-    "--eval-episodes", "2", "--eval-max-episode-steps", "50", "--workers", "2", "--no-progress",
+    "--eval-episodes", "2", "--eval-max-episode-steps", "50", "--workers", "2", "--no-progress", "--keep-models",
     "--hyperparams", "learning_starts:100", "policy_kwargs:dict(net_arch=[16, 16])",
 ]  # fmt: skip
 
@@ -275,6 +275,7 @@ def test_a_failing_agent_is_recorded_while_the_others_finish(tmp_path, monkeypat
     config = StudyConfig(
         envs=["Pendulum-v1"], variants=["td3"], seeds=[0, 1], out=str(tmp_path), n_timesteps=200, eval_freq=100,
         eval_episodes=1, eval_max_episode_steps=20, hyperparams={"learning_starts": 50, "policy_kwargs": "dict(net_arch=[8])"},
+        keep_models=True,
     )  # fmt: skip
     variants = config.variant_objects
     tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))

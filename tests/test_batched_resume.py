@@ -47,14 +47,14 @@ def _study_command(out) -> list[str]:
         sys.executable, "-m", "sb3_ablation", "study", "--env", "Pendulum-v1", "--variants", "td3", "--seeds", "2",
         "--engine", "batched", "--n-timesteps", "400", "--eval-freq", "200", "--eval-episodes", "2",
         "--eval-max-episode-steps", "50", "--checkpoint-freq", "150", "--workers", "1", "--no-progress",
-        "--out", str(out), "--hyperparams", *[f"{key}:{value!r}" for key, value in HYPERPARAMS.items()],
+        "--keep-models", "--out", str(out), "--hyperparams", *[f"{key}:{value!r}" for key, value in HYPERPARAMS.items()],
     ]  # fmt: skip
 
 
 def _group(out, variant: str, **hyperparams) -> RunGroup:
     """The group of SETTINGS for ``variant``, recording into ``out``, as the study hands it to a worker."""
     settings = {**SETTINGS, "hyperparams": {**HYPERPARAMS, **hyperparams}}
-    config = StudyConfig(**settings, variants=[variant], out=str(out), engine="batched")
+    config = StudyConfig(**settings, variants=[variant], out=str(out), engine="batched", keep_models=True)
     variants = config.variant_objects
     tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))
     for task in tasks:

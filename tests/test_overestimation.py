@@ -149,7 +149,7 @@ def pendulum_task(out, **settings) -> RunTask:
     config = StudyConfig(
         envs=["Pendulum-v1"], variants=["td3"], seeds=[3], out=str(out), n_timesteps=300, eval_freq=150,
         eval_episodes=2, hyperparams={"learning_starts": 100, "policy_kwargs": "dict(net_arch=[16])"}, progress=False,
-        **settings,
+        keep_models=True, **settings,
     )  # fmt: skip
     variants = config.variant_objects
     return make_tasks(config, variants, resolve_hyperparams(config, variants))[0]

@@ -35,7 +35,7 @@ OVERRIDES = {
 def one_task(out, n_timesteps=500, **settings) -> RunTask:
     config = StudyConfig(
         envs=["Pendulum-v1"], variants=["td3"], seeds=[3, 4], out=str(out), n_timesteps=n_timesteps,
-        eval_freq=250, eval_episodes=2, hyperparams=OVERRIDES, progress=False, **settings,
+        eval_freq=250, eval_episodes=2, hyperparams=OVERRIDES, progress=False, keep_models=True, **settings,
     )  # fmt: skip
     variants = config.variant_objects
     task = make_tasks(config, variants, resolve_hyperparams(config, variants))[0]
@@ -85,7 +85,7 @@ def _study_command(out) -> list[str]:
     return [
         sys.executable, "-m", "sb3_ablation", "study", "--env", "Pendulum-v1", "--variants", "td3", "--seeds", "1",
         "--n-timesteps", "1200", "--eval-freq", "400", "--eval-episodes", "2", "--checkpoint-freq", "150",
-        "--workers", "1", "--no-progress", "--out", str(out),
+        "--workers", "1", "--no-progress", "--keep-models", "--out", str(out),
         "--hyperparams", *[f"{key}:{value!r}" for key, value in hyperparams.items()],
     ]  # fmt: skip
 
@@ -286,3 +286,15 @@ def test_failed_run_resumes_to_the_uninterrupted_record_diagnostics_included(tmp
     assert "actor_std" in whole["diagnostics"] and whole["diagnostics"]["timesteps"] == [0, 200, 400]
     assert resumed["diagnostics"] == whole["diagnostics"]
     assert resumed["evaluations"] == whole["evaluations"] and resumed["value_episodes"] == whole["value_episodes"]
+
+
+def test_a_study_keeps_no_models_unless_asked(tmp_path, tiny_study):
+    from sb3_ablation.study.run.runner import run_study
+
+    config = tiny_study(tmp_path / "records", variants=["td3"], seeds=1, keep_models=False)
+    assert run_study(config).ok == 1
+    assert not list((tmp_path / "records").glob("runs/*/*/*.zip"))
+    record = json.loads(run_path(tmp_path / "records", "Pendulum-v1", "td3", 0).read_text())
+    assert record["status"] == "ok" and not record.get("model")
+    assert run_study(tiny_study(tmp_path / "models", variants=["td3"], seeds=1)).ok == 1  # keep_models=True
+    assert run_path(tmp_path / "models", "Pendulum-v1", "td3", 0).with_suffix(".zip").is_file()

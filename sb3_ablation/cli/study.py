@@ -108,6 +108,9 @@ def _study_parser() -> argparse.ArgumentParser:
         metavar="FOLDER",
         help="tensorboard logs of the runs in FOLDER/<variant>/seed_<k>/<env> (needs tensorboard)",
     )
+    parser.add_argument(
+        "--keep-models", action="store_true", help="keep each run's final model (seed_<k>.zip; default: records only)"
+    )
     parser.add_argument("--report", action="store_true", help="write the report when the study is done")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -143,6 +146,8 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
     ):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
+    if args.keep_models:
+        settings["keep_models"] = True
     for name in ("backend", "address", "device", "engine", "out", "tensorboard_log"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)

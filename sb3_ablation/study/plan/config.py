@@ -57,6 +57,8 @@ class StudyConfig:
     :param progress: show a progress bar
     :param tensorboard_log: folder for the runs' tensorboard logs (``<folder>/<variant>/seed_<k>/<env>``, as rl_zoo3
         adds the env), ``None``: none
+    :param keep_models: keep each run's final model next to its record (``seed_<k>.zip``); studies keep none by
+        default (a record holds every number the report uses)
     :param verbose: console output: 0 the summary only, 1 also the progress bar and a line per failed or resumed run,
         2 also a line per finished run
     """
@@ -81,6 +83,7 @@ class StudyConfig:
     progress: bool = True
     tensorboard_log: str | None = None
     verbose: int = 1
+    keep_models: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.envs, str):
@@ -304,6 +307,7 @@ def make_tasks(config: StudyConfig, variants: list[Variant], resolved: dict[str,
             eval_max_episode_steps=config.eval_max_episode_steps,
             device=config.device,
             checkpoint_freq=config.checkpoint_freq,
+            keep_model=config.keep_models,
             tensorboard_log=(
                 str(Path(config.tensorboard_log) / variant.name / f"seed_{seed}") if config.tensorboard_log else None
             ),

@@ -56,6 +56,7 @@ class RunTask(RunSettings):
     :param tensorboard_log: the run's TensorBoard folder (``None``: none)
     :param record: where the run writes its record, final model and checkpoints (``None``: nowhere)
     :param eval_envs: envs the evaluation episodes run on side by side (``None``: one per episode, at most 16)
+    :param keep_model: save the final model next to the record (``seed_<k>.zip``)
     """
 
     eval_max_episode_steps: int | None = None
@@ -64,6 +65,7 @@ class RunTask(RunSettings):
     tensorboard_log: str | None = None
     record: str | None = None
     eval_envs: int | None = None
+    keep_model: bool = False
 
 
 class _Unset:

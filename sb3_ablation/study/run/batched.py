@@ -201,7 +201,7 @@ def execute_group(group: RunGroup) -> list[dict[str, Any]]:
         failure = group_error or (evaluations.failures[index] if evaluations is not None else None)
         if failure is None and evaluations is not None:  # (evaluations is None only after a group error)
             try:
-                if task.record:
+                if task.record and task.keep_model:
                     save_final_model(evaluations.agents[index], record, task.record)
                 record.status = "ok"
             except Exception as error:

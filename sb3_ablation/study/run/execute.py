@@ -488,7 +488,7 @@ def execute_run(task: RunTask) -> dict[str, Any]:
             )
             model.get_env().close()
             evaluator.eval_env.close()
-            if record_path is not None:
+            if record_path is not None and task.keep_model:
                 save_final_model(model, record, record_path)
         record.status = "ok"
     except Exception as error:  # a failing run is recorded, never stops the study
