@@ -17,7 +17,7 @@ from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import AgentReplayBuffer, BatchedTD3
 from sb3_ablation.cli.study import study_main
 from sb3_ablation.study.plan.config import StudyConfig, StudyError, make_tasks, resolve_hyperparams
-from sb3_ablation.study.store.runs import run_path
+from sb3_ablation.study.store.runs import model_path, read_run, run_path
 
 SMALL = dict(learning_starts=50, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
 
@@ -188,7 +188,7 @@ def test_batched_study_runs_every_leave_one_out_variant_into_records_the_report_
     variants = StudyConfig(envs=["Pendulum-v1"], variants=["leave-one-out"], seeds=2, out=str(out)).variant_objects
     for variant in variants:
         for seed in (0, 1):
-            record = json.loads(run_path(out, "Pendulum-v1", variant.name, seed).read_text())
+            record = read_run(run_path(out, "Pendulum-v1", variant.name, seed))
             assert record["status"] == "ok", record["traceback"]
             assert record["engine"] == "batched" and record["group_size"] == 2 and record["format"] == 3
             assert record["switches"] == variant.switches and record["seed"] == seed
@@ -197,10 +197,10 @@ def test_batched_study_runs_every_leave_one_out_variant_into_records_the_report_
             assert record["diagnostics"]["timesteps"] == [0, 150, 300] and record["diagnostics"]["q1_mean"][0] is None
             assert all(value is not None for value in record["diagnostics"]["td_error"][1:])
             assert ("actor_std" in record["diagnostics"]) == (not variant.switches["deterministic_policy"])
-            model = AblatableTD3.load(run_path(out, "Pendulum-v1", variant.name, seed).with_suffix(".zip"))
+            model = AblatableTD3.load(model_path(run_path(out, "Pendulum-v1", variant.name, seed)))
             assert model.switches == variant.switches and model.num_timesteps == 300
     # the two seeds of a variant are different agents
-    first, second = (json.loads(run_path(out, "Pendulum-v1", "td3", seed).read_text()) for seed in (0, 1))
+    first, second = (read_run(run_path(out, "Pendulum-v1", "td3", seed)) for seed in (0, 1))
     assert first["evaluations"]["mean_return"] != second["evaluations"]["mean_return"]
     assert report_main([str(out), "--reps", "100"]) == 0
     assert "Engine of every run: batched." in (out / "report.md").read_text()
@@ -243,7 +243,7 @@ def test_a_seed_is_trained_by_one_engine_and_a_mixed_study_checks_the_engines_ag
     (row,) = check["envs"]["Pendulum-v1"]["comparisons"]
     differences = {}
     for seed in range(4):
-        td3, ablated = (json.loads(run_path(out, "Pendulum-v1", v, seed).read_text()) for v in ("td3", "no_replay_buffer"))
+        td3, ablated = (read_run(run_path(out, "Pendulum-v1", v, seed)) for v in ("td3", "no_replay_buffer"))
         assert td3.get("engine", "process") == ablated.get("engine", "process") == ("batched" if seed < 2 else "process")
         final = [np.mean(r["evaluations"]["mean_return"][-1:]) for r in (td3, ablated)]
         differences[seed] = final[1] - final[0]
@@ -294,9 +294,9 @@ def test_a_failing_agent_is_recorded_while_the_others_finish(tmp_path, monkeypat
     assert first["status"] == "ok" and first["evaluations"]["timesteps"] == [0, 100, 200]
     assert second["status"] == "failed" and second["error"].startswith("TrainingDivergedError")
     assert second["evaluations"]["timesteps"] == [0]
-    assert run_path(tmp_path, "Pendulum-v1", "td3", 0).with_suffix(".zip").is_file()
-    assert not run_path(tmp_path, "Pendulum-v1", "td3", 1).with_suffix(".zip").exists()
-    assert json.loads(run_path(tmp_path, "Pendulum-v1", "td3", 1).read_text())["status"] == "failed"
+    assert model_path(run_path(tmp_path, "Pendulum-v1", "td3", 0)).is_file()
+    assert not model_path(run_path(tmp_path, "Pendulum-v1", "td3", 1)).exists()
+    assert read_run(run_path(tmp_path, "Pendulum-v1", "td3", 1))["status"] == "failed"
 
 
 @pytest.mark.skipif(not th.cuda.is_available(), reason="needs a CUDA device")

@@ -20,9 +20,9 @@ from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.run.batched import RunGroup, execute_group, group_checkpoints, make_groups
 from sb3_ablation.study.store.checkpoints import RunCheckpoints
-from sb3_ablation.study.store.runs import run_path
+from sb3_ablation.study.store.runs import model_path, read_run, run_path
 
-COMMITTED_RECORD = Path(__file__).resolve().parents[1] / "docs/studies/pendulum-factorial/runs/Pendulum-v1/td3/seed_0.json"
+COMMITTED_RECORD = Path(__file__).resolve().parents[1] / "docs/studies/pendulum-factorial/runs/Pendulum-v1/td3/seed_0.json.gz"
 # Ornstein-Uhlenbeck noise (it carries its last value) and two seeds: the state a resumed group has to get back is
 # not only the networks'
 HYPERPARAMS = {
@@ -66,26 +66,26 @@ def _group(out, variant: str, **hyperparams) -> RunGroup:
 def assert_same_group(out, reference, variant: str, resumed_from: int):
     for seed in SETTINGS["seeds"]:
         path = run_path(out, "Pendulum-v1", variant, seed)
-        resumed = json.loads(path.read_text())
-        expected = json.loads(run_path(reference, "Pendulum-v1", variant, seed).read_text())
+        resumed = read_run(path)
+        expected = read_run(run_path(reference, "Pendulum-v1", variant, seed))
         assert resumed["status"] == "ok", resumed["traceback"]
         assert resumed["resumed_from"] == resumed_from and resumed["warnings"] == expected["warnings"]
         assert resumed["evaluations"]["timesteps"] == [0, 200, 400]
         # the entries, in order, of a committed record of format 3 from the batched engine
-        committed = json.loads(COMMITTED_RECORD.read_text())
+        committed = read_run(COMMITTED_RECORD)
         assert committed["format"] == 3 and list(expected) == list(committed)
         # exact equality of every evaluation (returns, Q-values, per-episode returns) and diagnostic
         assert resumed["evaluations"] == expected["evaluations"]
         assert resumed["diagnostics"] == expected["diagnostics"]
         state_a, state_b = (
-            AblatableTD3.load(run_path(folder, "Pendulum-v1", variant, seed).with_suffix(".zip")).policy.state_dict()
+            AblatableTD3.load(model_path(run_path(folder, "Pendulum-v1", variant, seed))).policy.state_dict()
             for folder in (out, reference)
         )
         assert state_a.keys() == state_b.keys()
         for key in state_a:
             assert th.equal(state_a[key], state_b[key]), (seed, key)
     # the two seeds of the group are different agents
-    first, second = (json.loads(run_path(out, "Pendulum-v1", variant, seed).read_text()) for seed in SETTINGS["seeds"])
+    first, second = (read_run(run_path(out, "Pendulum-v1", variant, seed)) for seed in SETTINGS["seeds"])
     assert first["evaluations"]["mean_return"] != second["evaluations"]["mean_return"]
 
 
@@ -108,7 +108,7 @@ def test_killed_batched_group_resumes_to_exactly_the_uninterrupted_result(tmp_pa
     _, stderr = driver.communicate(timeout=120)
     assert driver.returncode == 1, stderr
     for seed in SETTINGS["seeds"]:
-        killed = json.loads(run_path(out, "Pendulum-v1", "td3", seed).read_text())
+        killed = read_run(run_path(out, "Pendulum-v1", "td3", seed))
         assert killed["status"] == "failed" and "died" in killed["error"]
     assert checkpoints.latest() is not None
 
@@ -148,7 +148,7 @@ def test_failed_group_resumes_exactly_and_an_unusable_checkpoint_starts_over(tmp
 
     crash_at_step_250.undo()
     assert [record["status"] for record in execute_group(_group(reference, variant, **delay))] == ["ok", "ok"]
-    assert "actor_std" in json.loads(run_path(reference, "Pendulum-v1", variant, 0).read_text())["diagnostics"]
+    assert "actor_std" in read_run(run_path(reference, "Pendulum-v1", variant, 0))["diagnostics"]
     # a copy of the checkpoint whose envs cannot come back to its observations: the group starts over, with a warning
     broken_out = tmp_path / "broken"
     broken = group_checkpoints(_group(broken_out, variant, **delay).runs)
@@ -169,7 +169,4 @@ def test_failed_group_resumes_exactly_and_an_unusable_checkpoint_starts_over(tmp
     assert "resumed_from" not in started_over[0]
     assert any("not resumed" in warning and "starts over" in warning for warning in started_over[0]["warnings"])
     for seed in SETTINGS["seeds"]:
-        assert (
-            started_over[seed]["evaluations"]
-            == json.loads(run_path(reference, "Pendulum-v1", variant, seed).read_text())["evaluations"]
-        )
+        assert started_over[seed]["evaluations"] == read_run(run_path(reference, "Pendulum-v1", variant, seed))["evaluations"]

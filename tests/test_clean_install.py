@@ -109,6 +109,6 @@ def test_study_and_report(clean_install):
     run(clean_install, "study", "--config", "pendulum", "--variants", "td3", "no_clipped_double_q", "--seed-list", "3",
         "-n", "300", "--eval-freq", "150", "--eval-episodes", "2", "--workers", "1", "--no-progress", "-f", "study",
         "-params", *TINY)  # fmt: skip
-    assert len(list((work / "study" / "runs").glob("Pendulum-v1/*/seed_3.json"))) == 2
+    assert len(list((work / "study" / "runs").glob("Pendulum-v1/*/seed_3.json.gz"))) == 2
     run(clean_install, "report", "study", "--reps", "200")
     assert "no_clipped_double_q" in (work / "study" / "report.md").read_text()

@@ -366,8 +366,8 @@ def test_unreadable_run_record_is_named(tmp_path):
     shutil.copytree(
         REPO / "docs" / "studies" / "pendulum", tmp_path / "study", ignore=shutil.ignore_patterns("*.zip", "*.png")
     )
-    record = tmp_path / "study" / "runs" / ENV / "td3" / "seed_2.json"
-    record.write_text(record.read_text()[:100])
+    record = tmp_path / "study" / "runs" / ENV / "td3" / "seed_2.json.gz"
+    record.write_bytes(record.read_bytes()[:100])
     (entry,) = unreadable_runs(tmp_path / "study", [ENV], ["td3"])
     assert (entry["env"], entry["variant"], entry["seed"], entry["status"]) == (ENV, "td3", 2, "unreadable")
     data = load_study(tmp_path / "study")

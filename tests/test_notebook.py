@@ -33,6 +33,6 @@ def test_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
     assert "quick check" in outputs
     # the report was shown inline, and the study wrote its records where the notebook ran
     assert "no_clipped_double_q" in outputs and "IQM" in outputs
-    assert len(list((tmp_path / "runs" / "notebook_study" / "runs").glob("*/*/seed_*.json"))) == 4
+    assert len(list((tmp_path / "runs" / "notebook_study" / "runs").glob("*/*/seed_*.json.gz"))) == 4
     if not any(output.output_type == "display_data" for cell in notebook.cells for output in cell.get("outputs", [])):
         pytest.fail("no figure was displayed")

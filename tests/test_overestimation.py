@@ -25,7 +25,7 @@ from sb3_ablation.study.run.evaluation import (
 )
 from sb3_ablation.study.run.execute import execute_run, make_evaluator, make_manager
 from sb3_ablation.study.store.manifest import MANIFEST_NAME, open_manifest
-from sb3_ablation.study.store.runs import run_path
+from sb3_ablation.study.store.runs import model_path, read_run, run_path
 
 GAMMA, REWARD, T = 0.9, 1.0, 30
 K = tail_steps(GAMMA)  # 44
@@ -194,7 +194,7 @@ def test_run_record_has_the_measure_recomputable_from_its_episodes_and_a_small_l
     task = replace(pendulum_task(tmp_path, eval_max_episode_steps=25), record=str(run_path(tmp_path, "Pendulum-v1", "td3", 3)))
     record = execute_run(task)
     assert record["status"] == "ok", record["traceback"]
-    saved = json.loads(Path(task.record).read_text())
+    saved = read_run(task.record)
     assert saved["format"] == RUN_FILE_FORMAT == 3
     k = tail_steps(0.98)  # the zoo's Pendulum gamma
     assert saved["overestimation_method"] == {
@@ -217,7 +217,7 @@ def test_run_record_has_the_measure_recomputable_from_its_episodes_and_a_small_l
         )
 
     # the final model: no replay buffer, loads, predicts as the trained one
-    model_file = Path(task.record).with_suffix(".zip")
+    model_file = model_path(task.record)
     assert not any("replay" in name for name in zipfile.ZipFile(model_file).namelist())
     loaded = AblatableTD3.load(model_file, device="cpu")
     assert loaded.policy is not None and model_file.stat().st_size < 100_000

@@ -17,7 +17,7 @@ from sb3_ablation.study.run.evaluation import discounted_returns
 from sb3_ablation.study.run.execute import library_versions
 from sb3_ablation.study.run.runner import run_study
 from sb3_ablation.study.store.manifest import open_manifest, planned_runs
-from sb3_ablation.study.store.runs import iter_runs, run_path
+from sb3_ablation.study.store.runs import iter_runs, read_run, run_path
 
 
 def test_variant_presets_and_names():
@@ -104,9 +104,9 @@ def test_failing_run_is_recorded_while_the_others_finish(tmp_path, tiny_study):
     )
     result = run_study(config, log=lambda _: None)
     assert result.ok == 1 and len(result.failed) == 1 and "MountainCarContinuous-v0" in result.failed[0]
-    failed = json.loads(run_path(tmp_path, "MountainCarContinuous-v0", "td3", 0).read_text())
+    failed = read_run(run_path(tmp_path, "MountainCarContinuous-v0", "td3", 0))
     assert failed["status"] == "failed" and "learning rate" in failed["error"].lower()
-    assert json.loads(run_path(tmp_path, "Pendulum-v1", "td3", 0).read_text())["status"] == "ok"
+    assert read_run(run_path(tmp_path, "Pendulum-v1", "td3", 0))["status"] == "ok"
     # A rerun retries the failed run (and fails it again) without touching the finished one
     assert run_study(config, log=lambda _: None).skipped == 1
 

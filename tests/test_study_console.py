@@ -5,7 +5,7 @@ import shutil
 
 from sb3_ablation.study.run.runner import run_study
 from sb3_ablation.study.store.checkpoints import RunCheckpoints
-from sb3_ablation.study.store.runs import run_path
+from sb3_ablation.study.store.runs import model_path, read_run, run_path
 
 
 def test_console_names_unreadable_records_resumes_and_warnings(tmp_path, tiny_study):
@@ -18,16 +18,16 @@ def test_console_names_unreadable_records_resumes_and_warnings(tmp_path, tiny_st
     record = run_path(tmp_path, "Pendulum-v1", "td3", 0)
 
     # a truncated record: said, and the run done again
-    record.write_text(record.read_text()[:50])
+    record.write_bytes(record.read_bytes()[:50])
     lines.clear()
     assert run_study(config, log=lines.append).ok == 1
     assert lines[0] == f"run record {record} is unreadable; the run is done again"
-    assert json.loads(record.read_text())["status"] == "ok"
+    assert read_run(record)["status"] == "ok"
 
     # a run with a checkpoint (here one whose state cannot be read: the run warns and starts over)
     checkpoint = RunCheckpoints(record).folder / "step_100"
     checkpoint.mkdir(parents=True)
-    shutil.copy(record.with_suffix(".zip"), checkpoint / "model.zip")
+    shutil.copy(model_path(record), checkpoint / "model.zip")
     (checkpoint / "state.pkl").write_bytes(b"not a pickle")
     (checkpoint.parent / "latest.json").write_text(json.dumps({"folder": "step_100"}))
     record.unlink()
@@ -36,4 +36,4 @@ def test_console_names_unreadable_records_resumes_and_warnings(tmp_path, tiny_st
     assert again.ok == 1 and again.warned == 1
     assert lines[1] == "1 run will resume from its last checkpoint"
     assert "1 run raised warnings" in lines[-1]
-    assert any("not resumed" in warning for warning in json.loads(record.read_text())["warnings"])
+    assert any("not resumed" in warning for warning in read_run(record)["warnings"])

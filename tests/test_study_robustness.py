@@ -1,5 +1,6 @@
 """The study under failure: a killed driver, a killed worker, a diverging run; the report's aggregate and study files."""
 
+import gzip
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.analyse.statistics import env_reference
 from sb3_ablation.study.plan.config import StudyConfig, load_config_file, make_tasks, resolve_hyperparams
 from sb3_ablation.study.render.report import load_study, write_report
-from sb3_ablation.study.store.runs import iter_runs, run_path
+from sb3_ablation.study.store.runs import iter_runs, run_path, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_ARGS = [
@@ -74,14 +75,14 @@ def test_a_killed_study_rerun_redoes_no_finished_run(tmp_path):
     )  # fmt: skip
     try:
         deadline = time.time() + 120
-        while not list((tmp_path / "runs").rglob("seed_*.json")) and time.time() < deadline and driver.poll() is None:
+        while not list((tmp_path / "runs").rglob("seed_*.json.gz")) and time.time() < deadline and driver.poll() is None:
             time.sleep(0.2)
     finally:
         os.killpg(driver.pid, signal.SIGKILL)  # the driver and its worker, mid-study
         driver.wait()
-    finished = {path: path.read_bytes() for path in (tmp_path / "runs").rglob("seed_*.json")}
+    finished = {path: path.read_bytes() for path in (tmp_path / "runs").rglob("seed_*.json.gz")}
     assert 1 <= len(finished) < 4, "the study should have been killed after its first run and before its last"
-    assert all(json.loads(content)["status"] == "ok" for content in finished.values())
+    assert all(json.loads(gzip.decompress(content))["status"] == "ok" for content in finished.values())
 
     assert study_main(argv) == 0
     assert {record["seed"] for record in iter_runs(tmp_path) if record["status"] == "ok"} == {0, 1, 2, 3}
@@ -112,7 +113,7 @@ def _synthetic_run(out, env, variant, seed, final, status="ok"):
         "env": env, "variant": variant, "seed": seed, "status": status, "error": None if status == "ok" else "boom",
         "evaluations": {"timesteps": [0, 100], "mean_return": [final - 10.0, final], "bias": [1.0, 2.0]},
     }  # fmt: skip
-    write_json_atomic(run_path(out, env, variant, seed), record)
+    write_run(run_path(out, env, variant, seed), record)
 
 
 def test_aggregate_normalizes_with_reference_scores_and_lists_failures(tmp_path):

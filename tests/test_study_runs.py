@@ -19,7 +19,7 @@ from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hype
 from sb3_ablation.study.plan.records import RunTask
 from sb3_ablation.study.run.execute import execute_run
 from sb3_ablation.study.store.checkpoints import RunCheckpoints
-from sb3_ablation.study.store.runs import finite_or_none, run_path
+from sb3_ablation.study.store.runs import finite_or_none, model_path, read_run, run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 # VecNormalize and Ornstein-Uhlenbeck noise: the state a resumed run has to get back is not only the networks'
@@ -64,7 +64,7 @@ def test_study_run_is_the_run_train_makes(tmp_path):
     args = ["--algo", "ablatable_td3", "--env", "Pendulum-v1", "--seed", "3", "-n", "500", "--eval-freq", "-1"]
     assert train_main([*args, "-f", str(tmp_path / "logs"), "--verbose", "0", "--hyperparams", *hyperparams]) == 0
     (trained,) = (tmp_path / "logs" / "ablatable_td3").glob("Pendulum-v1_*/Pendulum-v1.zip")
-    assert_same_weights(record_path.with_suffix(".zip"), trained)
+    assert_same_weights(model_path(record_path), trained)
     # the VecNormalize statistics too
     import pickle
 
@@ -106,7 +106,7 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_result(tmp_path):
     os.kill(pointer["pid"], signal.SIGKILL)  # the worker process, mid-run
     _, stderr = driver.communicate(timeout=120)
     assert driver.returncode == 1, stderr
-    killed = json.loads(run_path(killed_out, "Pendulum-v1", "td3", 0).read_text())
+    killed = read_run(run_path(killed_out, "Pendulum-v1", "td3", 0))
     assert killed["status"] == "failed" and "died" in killed["error"]
     assert checkpoints.latest() is not None
 
@@ -114,17 +114,15 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_result(tmp_path):
     assert rerun.returncode == 0, rerun.stderr
     assert not checkpoints.folder.exists()  # removed once the run is done
     for seed in (0,):
-        resumed = json.loads(run_path(killed_out, "Pendulum-v1", "td3", seed).read_text())
-        reference = json.loads(run_path(tmp_path / "whole", "Pendulum-v1", "td3", seed).read_text())
+        resumed = read_run(run_path(killed_out, "Pendulum-v1", "td3", seed))
+        reference = read_run(run_path(tmp_path / "whole", "Pendulum-v1", "td3", seed))
         assert resumed["status"] == "ok" and resumed["warnings"] == reference["warnings"]
         assert resumed["resumed_from"] == pointer["timesteps"]
         assert resumed["evaluations"] == reference["evaluations"] and resumed["diagnostics"] == reference["diagnostics"]
         assert resumed["value_episodes"] == reference["value_episodes"]
         assert resumed["evaluations"]["timesteps"] == [0, 400, 800, 1200]
         folder = run_path(killed_out, "Pendulum-v1", "td3", seed).parent
-        assert_same_weights(
-            folder / f"seed_{seed}.zip", run_path(tmp_path / "whole", "Pendulum-v1", "td3", seed).with_suffix(".zip")
-        )
+        assert_same_weights(folder / f"seed_{seed}.zip", model_path(run_path(tmp_path / "whole", "Pendulum-v1", "td3", seed)))
 
 
 def test_evaluation_episodes_side_by_side_are_the_seeded_episodes_one_by_one(tmp_path):
@@ -190,10 +188,10 @@ def test_record_has_diagnostics_per_evaluation_window_and_the_run_warnings(tmp_p
     # the warning is in the record, once, and was not printed
     assert len([w for w in record["warnings"] if "action_noise" in w]) == 1
     assert "action_noise" not in capsys.readouterr().err
-    saved = json.loads(Path(task.record).read_text())
+    saved = read_run(task.record)
     assert saved["format"] == 3 and saved["warnings"] == record["warnings"] and saved["model"] == "seed_3.zip"
     # the entries, in order, of a committed record of format 3 from the same engine
-    committed = json.loads((ROOT / "docs/studies/pendulum/runs/Pendulum-v1/td3/seed_5.json").read_text())
+    committed = read_run(ROOT / "docs/studies/pendulum/runs/Pendulum-v1/td3/seed_5.json.gz")
     assert committed["format"] == 3 and list(saved) == list(committed)
 
 
@@ -294,7 +292,7 @@ def test_a_study_keeps_no_models_unless_asked(tmp_path, tiny_study):
     config = tiny_study(tmp_path / "records", variants=["td3"], seeds=1, keep_models=False)
     assert run_study(config).ok == 1
     assert not list((tmp_path / "records").glob("runs/*/*/*.zip"))
-    record = json.loads(run_path(tmp_path / "records", "Pendulum-v1", "td3", 0).read_text())
+    record = read_run(run_path(tmp_path / "records", "Pendulum-v1", "td3", 0))
     assert record["status"] == "ok" and not record.get("model")
     assert run_study(tiny_study(tmp_path / "models", variants=["td3"], seeds=1)).ok == 1  # keep_models=True
-    assert run_path(tmp_path / "models", "Pendulum-v1", "td3", 0).with_suffix(".zip").is_file()
+    assert model_path(run_path(tmp_path / "models", "Pendulum-v1", "td3", 0)).is_file()

@@ -204,7 +204,7 @@ def test_a_component_with_opposite_real_effects_is_task_dependent(tmp_path):
     component = read_json(tmp_path / "report.json")["across_envs"]["components"]["no_replay_buffer"]
     assert component["task_dependent"] is True and component["p_heterogeneity_adjusted"] <= 0.05
     assert component["per_env"][envs[0]]["d_z"] < 0 < component["per_env"][envs[1]]["d_z"]
-    assert re.search(r"- no_replay_buffer: combined standardized effect .* \*\*task-dependent\*\*\.", text)
+    assert re.search(r"- no_replay_buffer: combined .* \*\*task-dependent \(opposite signs on the 2 tasks\)\*\*", text)
 
 
 def test_the_report_follows_the_declared_plan_and_says_when_flags_change_it(tmp_path):

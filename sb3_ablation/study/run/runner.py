@@ -44,7 +44,7 @@ class StudyResult:
     def summary(self) -> str:
         runs = Path(self.out) / "runs"
         text = f"{plural(self.total, 'run')} in {self.out}: {self.skipped} already done, {self.ok} finished now"
-        text += f"\nrun records and final models: {runs}/<env>/<variant>/seed_<k>.json and .zip"
+        text += f"\nrun records: {runs}/<env>/<variant>/seed_<k>.json.gz"
         if self.warned:
             text += (
                 f"\n{plural(self.warned, 'run')} raised warnings: `sb3-ablation report {self.out}` lists them "

@@ -10,7 +10,7 @@ from typing import Any
 
 from sb3_ablation.common.io import atomic_path, read_json, write_json_atomic
 from sb3_ablation.study.plan.records import RunRecord
-from sb3_ablation.study.store.runs import model_path, vecnormalize_path
+from sb3_ablation.study.store.runs import model_path, run_stem, vecnormalize_path
 
 
 class RunCheckpoints:
@@ -25,7 +25,7 @@ class RunCheckpoints:
     """
 
     def __init__(self, record_path: str | os.PathLike):
-        self.folder = Path(record_path).with_suffix(".checkpoint")
+        self.folder = run_stem(record_path).with_suffix(".checkpoint")
         self.pointer = self.folder / "latest.json"
 
     def latest(self) -> Path | None:

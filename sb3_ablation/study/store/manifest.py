@@ -12,7 +12,7 @@ from typing import Any
 from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.plan.config import StudyConfig, StudyError, to_jsonable
 from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, SAME_EVALUATIONS, timestamp, trained_by
-from sb3_ablation.study.store.runs import env_folder, iter_runs, read_run
+from sb3_ablation.study.store.runs import RECORD_SUFFIX, env_folder, iter_runs, read_run
 
 MANIFEST_NAME = "study.json"
 MANIFEST_FORMAT = 1
@@ -148,7 +148,7 @@ def check_seed_engines(out: str | os.PathLike, tasks: Iterable[tuple[str, int]],
     :raises StudyError: a finished run of one of these seeds was trained by another engine
     """
     for env, seed in dict.fromkeys(tasks):
-        for path in sorted(env_folder(out, env).glob(f"*/seed_{seed}.json")):
+        for path in sorted(env_folder(out, env).glob(f"*/seed_{seed}{RECORD_SUFFIX}")):
             record = read_run(path)
             if record is not None and record.get("status") == "ok" and trained_by(record) != engine:
                 other = trained_by(record)

@@ -3,7 +3,8 @@
 Layout of a study folder::
 
     <out>/study.json                                  the manifest (:mod:`~sb3_ablation.study.store.manifest`)
-    <out>/runs/<env>/<variant>/seed_<k>.json          the run record (:mod:`~sb3_ablation.study.plan.records`)
+    <out>/runs/<env>/<variant>/seed_<k>.json.gz       the run record (:mod:`~sb3_ablation.study.plan.records`),
+                                                      gzip-compressed JSON (``zcat`` or :func:`read_run` reads it)
     <out>/runs/<env>/<variant>/seed_<k>.zip           its final model, when the study keeps models
     <out>/runs/<env>/<variant>/seed_<k>_vecnormalize.pkl   its VecNormalize statistics, when it normalizes
     <out>/runs/<env>/<variant>/seed_<k>.checkpoint/   checkpoints of a run in progress (removed when it is done)
@@ -12,6 +13,8 @@ Layout of a study folder::
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -20,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from sb3_ablation.common.io import read_json, write_json_atomic
+from sb3_ablation.common.io import atomic_path
 
 
 def safe_name(text: str) -> str:
@@ -33,36 +36,52 @@ def env_folder(out: str | os.PathLike, env_id: str) -> Path:
     return Path(out) / "runs" / safe_name(env_id)
 
 
+#: the file name of a run record after ``seed_<k>``
+RECORD_SUFFIX = ".json.gz"
+
+
 def run_path(out: str | os.PathLike, env_id: str, variant: str, seed: int) -> Path:
-    """The record of one run: ``<out>/runs/<env>/<variant>/seed_<seed>.json``."""
-    return env_folder(out, env_id) / safe_name(variant) / f"seed_{seed}.json"
+    """The record of one run: ``<out>/runs/<env>/<variant>/seed_<seed>.json.gz``."""
+    return env_folder(out, env_id) / safe_name(variant) / f"seed_{seed}{RECORD_SUFFIX}"
+
+
+def run_stem(record_path: str | os.PathLike) -> Path:
+    """The record's path without its suffix (``.../seed_<k>``), which its model and checkpoints are named after."""
+    path = Path(record_path)
+    return path.with_name(path.name.removesuffix(RECORD_SUFFIX))
 
 
 def model_path(record_path: str | os.PathLike) -> Path:
     """The final model next to a run record (``seed_<k>.zip``)."""
-    return Path(record_path).with_suffix(".zip")
+    return run_stem(record_path).with_suffix(".zip")
 
 
 def vecnormalize_path(record_path: str | os.PathLike) -> Path:
     """The final VecNormalize statistics next to a run record (``seed_<k>_vecnormalize.pkl``)."""
-    path = Path(record_path)
-    return path.with_name(f"{path.stem}_vecnormalize.pkl")
+    stem = run_stem(record_path)
+    return stem.with_name(f"{stem.name}_vecnormalize.pkl")
 
 
 def read_run(path: str | os.PathLike) -> dict | None:
     """A run file's record, or ``None`` when it is missing or unreadable (then the run is redone)."""
-    record = read_json(path)
+    try:
+        with gzip.open(path, "rt") as file:
+            record = json.load(file)
+    except (OSError, EOFError, ValueError):
+        return None
     return record if isinstance(record, dict) else None
 
 
 def write_run(path: str | os.PathLike, record: dict[str, Any]) -> None:
-    """Write a run record atomically (non-finite floats become null: JSON has no NaN)."""
-    write_json_atomic(path, finite_or_none(record))
+    """Write a run record atomically, gzip-compressed (non-finite floats become null: JSON has no NaN)."""
+    data = json.dumps(finite_or_none(record), separators=(",", ":"), default=repr).encode()
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(gzip.compress(data, mtime=0))  # mtime 0: the same record gives the same bytes
 
 
 def iter_runs(out: str | os.PathLike) -> Iterable[dict]:
     """Every run record under ``<out>/runs``."""
-    for path in sorted((Path(out) / "runs").glob("*/*/seed_*.json")):
+    for path in sorted((Path(out) / "runs").glob(f"*/*/seed_*{RECORD_SUFFIX}")):
         record = read_run(path)
         if record is not None:
             yield record
@@ -77,13 +96,13 @@ def unreadable_runs(out: str | os.PathLike, envs: Iterable[str], variants: Itera
     """
     env_names, variant_names = {safe_name(e): e for e in envs}, {safe_name(v): v for v in variants}
     entries = []
-    for path in sorted((Path(out) / "runs").glob("*/*/seed_*.json")):
+    for path in sorted((Path(out) / "runs").glob(f"*/*/seed_*{RECORD_SUFFIX}")):
         if read_run(path) is None:
             env, variant = path.parent.parent.name, path.parent.name
             entries.append({
                 "env": env_names.get(env, env),
                 "variant": variant_names.get(variant, variant),
-                "seed": int(path.stem.removeprefix("seed_")) if path.stem.removeprefix("seed_").isdigit() else -1,
+                "seed": int(seed) if (seed := run_stem(path).name.removeprefix("seed_")).isdigit() else -1,
                 "status": "unreadable",
                 "error": f"unreadable run record {path} (corrupt or truncated); rerunning the study redoes the run",
             })  # fmt: skip
