@@ -102,8 +102,9 @@ def _aggregate(
     data: StudyData, envs: list[EnvResult], variants: list[str], seeds: list[int], baseline: str, plan: AnalysisPlan,
     reps: int, seed: int,
 ) -> Aggregate | None:  # fmt: skip
-    bounds = {e.env: env_reference(e.env) for e in envs}
-    if any(b is None for b in bounds.values()) or not seeds:
+    references = {e.env: env_reference(e.env) for e in envs}
+    bounds = {env: b for env, b in references.items() if b is not None}
+    if len(bounds) < len(envs) or not seeds:
         return None
     matrices = {}
     for v in variants:
@@ -111,14 +112,14 @@ def _aggregate(
         for s in seeds:
             row = []
             for e in envs:
-                low, high = bounds[e.env]  # type: ignore[misc]
+                low, high = bounds[e.env]
                 runs = [run for run in data.runs[e.env][v] if run.seed == s]
                 row.append((run_outcome(runs[0], plan.primary, plan) - low) / (high - low) if runs else math.nan)
             rows.append(row)
         matrices[v] = np.array(rows)
     margins = [
         primary.margin.value / (bounds[e.env][1] - bounds[e.env][0]) for e in envs if (primary := e.outcome(plan.primary))
-    ]  # type: ignore[index]
+    ]
     margin = float(np.mean(margins)) if margins else math.nan
     stats = outcome_statistics(
         {v: m.mean(axis=1) for v, m in matrices.items()}, baseline, reps=reps, seed=seed, seeds=dict.fromkeys(matrices, seeds)

@@ -135,8 +135,8 @@ def analyse_outcome(
     names = [variant_of["".join("+" if cell[f] else "-" for f in design.factors)] for cell in design.cells]
     per_variant = {}
     for name in names:
-        seeds, values = outcome_values(data, env, name, key, plan)
-        per_variant[name] = dict(zip(seeds.tolist(), values.tolist(), strict=True))
+        run_seeds, run_values = outcome_values(data, env, name, key, plan)
+        per_variant[name] = dict(zip(run_seeds.tolist(), run_values.tolist(), strict=True))
     all_seeds = sorted(set().union(*(set(v) for v in per_variant.values())))
     seeds = [s for s in all_seeds if all(s in per_variant[n] for n in names)]
     if len(seeds) < 2:

@@ -91,13 +91,13 @@ def env_failures(data: StudyData, env: str, baseline: str | None, plan: Analysis
         diverged[variant] = {run.seed: critic_diverged(run, bound) for run in runs if run.has("overestimation")}
     variants = {}
     for variant, runs in by_variant.items():
-        is_baseline = variant == baseline or baseline not in by_variant
+        reference = None if baseline is None or variant == baseline or baseline not in by_variant else baseline
         returns = np.array([run_outcome(run, "final_window", plan) for run in runs])
         returns = returns[np.isfinite(returns)]
         variants[variant] = VariantFailures(
             variant,
-            None if threshold is None else _count(learned[variant], None if is_baseline else learned[baseline], plan.alpha),
-            _count(diverged[variant], None if is_baseline else diverged[baseline], plan.alpha),
+            None if threshold is None else _count(learned[variant], learned.get(reference or ""), plan.alpha),
+            _count(diverged[variant], diverged.get(reference or ""), plan.alpha),
             float(worst_mean(returns, WORST_FRACTION)) if len(returns) else math.nan,
         )
     return EnvFailures(env, threshold, how, bound, variants)

@@ -59,9 +59,11 @@ def across_section(
         f"| variant | normalized Δ vs {baseline} [95% CI] | p adjusted | verdict |",
         "|---|---:|---:|:---|",
     ]
-    for variant, c in a.comparisons.items():
-        verdict = verdict_cell(c.verdict, c.within_margin) + (f" ({c.reason})" if c.reason else "")
-        lines.append(f"| {variant} | {fmt(c.effect, 3)} {fmt_ci(c.ci, 3)} | {fmt_p(c.p_adjusted)} | {verdict} |")
+    for variant, comparison in a.comparisons.items():
+        verdict = verdict_cell(comparison.verdict, comparison.within_margin)
+        verdict += f" ({comparison.reason})" if comparison.reason else ""
+        effect = f"{fmt(comparison.effect, 3)} {fmt_ci(comparison.ci, 3)}"
+        lines.append(f"| {variant} | {effect} | {fmt_p(comparison.p_adjusted)} | {verdict} |")
     plot_intervals(f"All envs: reference-normalized {plan.primary}", a.stats, colors, "normalized score",
                    figures / "aggregate_normalized_score.png")  # fmt: skip
     return [*lines, "", "![All envs: reference-normalized score](figures/aggregate_normalized_score.png)", ""]

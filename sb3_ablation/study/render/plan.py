@@ -20,8 +20,8 @@ def plan_banner(model: ReportModel) -> list[str]:
     when = declared.get("at", "an unknown date")
     note = declared.get("note", "")
     return [
-        f"> **This study's analysis plan was fixed after its runs** ({when}; "
-        f"{plural(finished, 'run') if finished is not None else 'runs'} had finished{'; ' + note if note else ''}). "
+        f"> **This study's analysis plan was fixed after {plural(finished, 'run') if finished else 'its runs'} had "
+        f"finished** ({when}{'; ' + note if note else ''}). "
         "Its verdicts are a re-analysis under a plan chosen with the results known, not a confirmatory test.",
         "",
     ]
