@@ -177,16 +177,19 @@ class BatchedTD3(AblatableTD3):
 
     def learn(
         self: SelfBatchedTD3,
-        total_timesteps: int,
+        total_timesteps: int | None = None,
         callback: MaybeCallback = None,
         log_interval: int = 4,
         tb_log_name: str = "BatchedTD3",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfBatchedTD3:
-        """SB3's ``learn``, with ``total_timesteps`` counted per agent (each agent takes that many env steps)."""
+        """
+        SB3's ``learn``, with ``total_timesteps`` counted per agent (each agent takes that many env steps); without
+        it, the env's ``n_timesteps`` in ``zoo_configs/ablatable_td3.yml``.
+        """
         return super().learn(
-            total_timesteps=total_timesteps * self.n_agents,
+            total_timesteps=self._budget(total_timesteps) * self.n_agents,
             callback=callback,
             log_interval=log_interval,
             tb_log_name=tb_log_name,

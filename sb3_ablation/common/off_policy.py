@@ -30,6 +30,7 @@ from sb3_ablation.common.collection import LeanCollectionMixin
 from sb3_ablation.common.mixed_precision import SpeedModeMixin
 from sb3_ablation.common.training_stats import TrainingStats, log_training
 from sb3_ablation.common.utils import UnsupportedActionSpaceError, check_keyword_arguments
+from sb3_ablation.common.zoo_budget import default_budget
 
 if TYPE_CHECKING:  # the policies' package imports the algorithms
     from sb3_ablation.ddpg.policies import Actor, Critic, DDPGPolicy
@@ -62,6 +63,17 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
     implied_policy_arguments: ClassVar[tuple[str, ...]] = ("batched_critics", "fused_adam", "bfloat16_batch_size")
     # Keywords that a message about a misspelt keyword lists as a reminder
     highlighted_keywords: ClassVar[tuple[str, ...]] = ()
+    # The shipped zoo config whose n_timesteps is learn()'s default budget (zoo_configs/<name>.yml)
+    zoo_config: ClassVar[str] = "ablatable_td3"
+    def _budget(self, total_timesteps: int | None) -> int:
+        """``total_timesteps``, or the env's ``n_timesteps`` in the shipped zoo config when it is ``None`` (said once)."""
+        if total_timesteps is not None:
+            return total_timesteps
+        budget, env_id = default_budget(self.zoo_config, self.env)
+        if self.verbose >= 1:
+            print(f"learn(): total_timesteps={budget:,}, the n_timesteps of {env_id} in zoo_configs/{self.zoo_config}.yml")
+        return budget
+
     policy: DDPGPolicy
     replay_buffer: ReplayBuffer  # set up by _setup_model (SB3 types it optional)
     actor: Actor

@@ -59,6 +59,7 @@ class DDPG(OffPolicyActorCritic):
     }
     # Written into policy_kwargs unless given, as SB3's DDPG does (its policy is TD3's, with two critics by default)
     policy_kwargs_defaults: ClassVar[dict[str, Any]] = {"n_critics": 1}
+    zoo_config: ClassVar[str] = "ddpg_scratch"
     policy: DDPGPolicy
     actor_target: Actor  # DDPG always has its target networks
     critic_target: Critic
@@ -155,15 +156,16 @@ class DDPG(OffPolicyActorCritic):
 
     def learn(
         self: SelfDDPG,
-        total_timesteps: int,
+        total_timesteps: int | None = None,
         callback: MaybeCallback = None,
         log_interval: int = 4,
         tb_log_name: str = "DDPG",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfDDPG:
+        """SB3's ``learn``; without ``total_timesteps``, the env's ``n_timesteps`` in ``zoo_configs/ddpg_scratch.yml``."""
         return super().learn(
-            total_timesteps=total_timesteps,
+            total_timesteps=self._budget(total_timesteps),
             callback=callback,
             log_interval=log_interval,
             tb_log_name=tb_log_name,

@@ -411,15 +411,16 @@ class AblatableTD3(OffPolicyActorCritic):
 
     def learn(
         self: SelfAblatableTD3,
-        total_timesteps: int,
+        total_timesteps: int | None = None,
         callback: MaybeCallback = None,
         log_interval: int = 4,
         tb_log_name: str = "AblatableTD3",
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfAblatableTD3:
+        """SB3's ``learn``; without ``total_timesteps``, the env's ``n_timesteps`` in ``zoo_configs/ablatable_td3.yml``."""
         return super().learn(
-            total_timesteps=total_timesteps,
+            total_timesteps=self._budget(total_timesteps),
             callback=callback,
             log_interval=log_interval,
             tb_log_name=tb_log_name,

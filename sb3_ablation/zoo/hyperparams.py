@@ -30,6 +30,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.noise import ActionNoise
 
 from sb3_ablation import DDPG, AblatableTD3
+from sb3_ablation.common.zoo_budget import config_dir
 
 #: rl_zoo3 names of the algorithms the zoo integration knows: ours and SB3's own, which keep their meaning.
 ALGOS: dict[str, type[BaseAlgorithm]] = {
@@ -100,16 +101,6 @@ def closest(name: str, candidates: Iterable[str]) -> str:
     """
     matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return f"; did you mean {matches[0]!r}?" if matches else ""
-
-
-def config_dir() -> Path:
-    """
-    :return: the folder holding the shipped zoo configs: ``sb3_ablation/zoo_configs`` inside an installed wheel,
-        ``zoo_configs/`` at the root of a source checkout (or an editable install).
-    """
-    package_dir = Path(__file__).resolve().parent.parent
-    installed = package_dir / "zoo_configs"
-    return installed if installed.is_dir() else package_dir.parent / "zoo_configs"
 
 
 def default_config_file(algo: str) -> str:
