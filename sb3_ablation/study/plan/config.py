@@ -288,7 +288,28 @@ def resolve_hyperparams(config: StudyConfig, variants: list[Variant]) -> dict[st
                 )
             except (KeyError, ValueError, TypeError) as error:
                 raise StudyError(f"hyperparameters of {algo} on {env_id}: {error}") from None
+            check_budget(config, env_id, algo, resolved[env_id][algo])
     return resolved
+
+
+#: SB3's OffPolicyAlgorithm default, where a zoo entry sets no learning_starts
+SB3_LEARNING_STARTS = 100
+
+
+def check_budget(config: StudyConfig, env_id: str, algo: str, hyperparams: dict[str, Any]) -> None:
+    """Refuse runs that would train nothing (budget at or below learning_starts) or never be evaluated."""
+    budget = int(float(hyperparams.get("n_timesteps", 0)))
+    learning_starts = int(float(hyperparams.get("learning_starts", SB3_LEARNING_STARTS)))
+    if budget <= learning_starts:
+        raise StudyError(
+            f"{env_id} ({algo}): n_timesteps {budget:,} is at or below learning_starts {learning_starts:,}, so no run "
+            "would train; raise -n or lower learning_starts (--hyperparams learning_starts:...)"
+        )
+    if config.eval_freq is not None and config.eval_freq > budget:
+        raise StudyError(
+            f"{env_id}: --eval-freq {config.eval_freq:,} is beyond the budget of {budget:,} steps, so no run would be "
+            "evaluated during training; use an eval_freq of at most n_timesteps"
+        )
 
 
 def make_tasks(config: StudyConfig, variants: list[Variant], resolved: dict[str, dict[str, dict]]) -> list[RunTask]:
