@@ -224,7 +224,7 @@ def test_a_plan_fixed_after_the_runs_says_so_at_the_top(tmp_path):
     declared = {"at": "2026-11-25T07:00:00+0000", "finished_runs": 30, "note": "declared after the runs"}
     write_study(tmp_path, leave_one_out(), seeds=range(10), analysis={}, analysis_declared=declared)
     text = write_report(tmp_path, reps=REPS).read_text()
-    assert text.split("\n")[2].startswith("> **This study's analysis plan was fixed after its runs** (2026-11-25")
+    assert text.split("\n")[2].startswith("> **This study's analysis plan was fixed after 30 runs had finished** (2026-11-25")
 
 
 def test_diverged_critics_are_failures_not_averaged(tmp_path):

@@ -60,3 +60,12 @@ def test_a_plan_survives_its_json_round_trip():
     plan = AnalysisPlan(test="signflip", looks=(5, 10, 20), margins={"Pendulum-v1": 40}, failure_returns={"X-v0": 1})
     assert AnalysisPlan.from_dict(plan.to_dict()) == plan
     assert AnalysisPlan.from_dict({}) == AnalysisPlan() and math.isclose(AnalysisPlan().alpha, 0.05)
+
+
+def test_the_plans_defaults_are_the_calibrated_ones():
+    from sb3_ablation.study.analyse import robust
+    from sb3_ablation.study.plan import analysis_plan
+
+    # the plan layer cannot import the analysis layer; the defaults it names must be the calibrated ones
+    assert analysis_plan.DEFAULT_TEST == robust.DEFAULT_TEST and analysis_plan.TESTS == robust.TESTS
+    assert analysis_plan.DEFAULT_EQUIVALENCE_TEST == robust.DEFAULT_EQUIVALENCE_TEST == "signflip"

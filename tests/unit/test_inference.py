@@ -155,7 +155,7 @@ def test_real_difference_differs():
     family = {"real": 10.0 + rng.normal(0.0, 1.0, size=10), **{f"null{i}": rng.normal(0.0, 1.0, size=10) for i in range(5)}}
     result = compare_family(family, alpha=0.05, margin=0.5)
     real = result["real"]
-    assert real.verdict == DIFFERS and "Wilcoxon" in real.test and "Shaffer" in real.test
+    assert real.verdict == DIFFERS and "Wilcoxon" in real.test and "Holm" in real.test  # two tests: Holm over 2m
     assert real.p_adjusted <= 0.05 and real.p_adjusted >= real.p_raw
     assert real.ci[0] > 0 and real.family_size == 6 and real.n == 10
     assert real.effect == pytest.approx(hodges_lehmann(family["real"]), abs=1e-12)
@@ -178,9 +178,10 @@ def test_noisy_null_is_unresolved_with_its_minimum_detectable_effect():
     for comparison in result.values():
         assert comparison.verdict == UNRESOLVED
         sd = float(np.std(family[comparison.name], ddof=1))
-        # the MDE at 80% power for this n at the level of the first step (alpha / 6), a paired-t approximation
-        assert comparison.mde == pytest.approx(minimum_detectable_effect(sd, 10, 0.05 / 6), rel=1e-12)
-        assert comparison.seeds_needed == seeds_needed(comparison.effect, sd, 0.05 / 6)
+        # the MDE at 80% power for this n at the level of Holm's first step over the 12 hypotheses (alpha / 12), a
+        # paired-t approximation
+        assert comparison.mde == pytest.approx(minimum_detectable_effect(sd, 10, 0.05 / 12), rel=1e-12)
+        assert comparison.seeds_needed == seeds_needed(comparison.effect, sd, 0.05 / 12)
 
 
 def test_too_few_pairs_get_no_test_and_five_pairs_cannot_reject_with_an_exact_test():

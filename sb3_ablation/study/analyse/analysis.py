@@ -125,7 +125,14 @@ def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisP
         margin = _margin(data, env, plan, spec, values[baseline][1] if baseline in values else np.zeros(0))
         comparisons = (
             compare_family(
-                paired_differences(stats, baseline), plan.alpha, margin.value, plan.power, MIN_RUNS, plan.test, seed
+                paired_differences(stats, baseline),
+                plan.alpha,
+                margin.value,
+                plan.power,
+                MIN_RUNS,
+                plan.test,
+                seed,
+                plan.equivalence_test,
             )
             if baseline in stats
             else {}

@@ -146,8 +146,12 @@ def analyse_outcome(
     effects = per_seed_effects(design, values, words)
     by_order = {order: [w for w in words if len(w) == order] for order in (1, 2, 3)}
     rows = {w: effects[words.index(w)] for w in words}
-    main = compare_family({w: rows[w] for w in by_order[1]}, plan.alpha, margin, plan.power, MIN_RUNS, plan.test)
-    two = compare_family({w: rows[w] for w in by_order[2]}, plan.alpha, margin, plan.power, MIN_RUNS, plan.test)
+    main = compare_family(
+        {w: rows[w] for w in by_order[1]}, plan.alpha, margin, plan.power, MIN_RUNS, plan.test, 0, plan.equivalence_test
+    )
+    two = compare_family(
+        {w: rows[w] for w in by_order[2]}, plan.alpha, margin, plan.power, MIN_RUNS, plan.test, 0, plan.equivalence_test
+    )
     three = {w: float(rows[w].mean()) for w in by_order[3]}
     means = values.mean(axis=1)
     estimates = {w: float(rows[w].mean()) for w in by_order[1] + by_order[2]}

@@ -20,6 +20,7 @@ and within the margin: its verdict is then ``differs`` (``Comparison.within_marg
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Mapping, Sequence
@@ -29,12 +30,14 @@ import numpy as np
 from scipy import stats
 
 from sb3_ablation.study.analyse.robust import (
+    DEFAULT_EQUIVALENCE_TEST,
     DEFAULT_TEST,
     DIFFERS,
     EQUIVALENT,
     GUARANTEE,
     TEST_NAMES,
     UNRESOLVED,
+    PairedResult,
     compare_paired,
     decide_family,
     smallest_p,
@@ -208,6 +211,7 @@ def compare_family(
     min_n: int = 2,
     test: str = DEFAULT_TEST,
     seed: int = 0,
+    equivalence_test: str | None = DEFAULT_EQUIVALENCE_TEST,
 ) -> dict[str, Comparison]:
     """
     One family of paired comparisons (see the module docstring).
@@ -219,20 +223,31 @@ def compare_family(
     :param min_n: comparisons with fewer pairs get no test and the verdict ``unresolved``
     :param test: the paired test (a name of :data:`~sb3_ablation.study.analyse.robust.TESTS`)
     :param seed: seed of the tests that resample (bootstrap, Monte Carlo sign flips)
+    :param equivalence_test: the test of the equivalence claim (TOST); ``None``: ``test`` itself
     :return: name -> comparison, in the order given
     """
     min_n = max(min_n, 2)
     arrays = {name: np.asarray(d, dtype=np.float64).ravel() for name, d in differences.items()}
     arrays = {name: d[np.isfinite(d)] for name, d in arrays.items()}
     has_margin = bool(math.isfinite(margin) and margin > 0)
-    tested = {
-        name: compare_paired(d, test, alpha, margin if has_margin else None, rng_seed=seed)
-        for name, d in arrays.items()
-        if len(d) >= min_n
-    }
-    verdicts = dict(zip(tested, decide_family(list(tested.values()), alpha), strict=True))
-    level = alpha / max(len(tested), 1)
-    description = f"{TEST_NAMES[test]}; one family-wise alpha for differs and equivalent (Shaffer)"
+    equivalence_test = equivalence_test or test
+    tested: dict[str, PairedResult] = {}
+    for name, d in arrays.items():
+        if len(d) < min_n:
+            continue
+        paired = compare_paired(d, test, alpha, None, rng_seed=seed)
+        if has_margin:
+            tost = compare_paired(d, equivalence_test, alpha, margin, rng_seed=seed).p_equivalent
+            paired = dataclasses.replace(paired, p_equivalent=tost)
+        tested[name] = paired
+    exclusive = equivalence_test == test  # both claims about one parameter: at most one hypothesis is true (Shaffer)
+    verdicts = dict(zip(tested, decide_family(list(tested.values()), alpha, exclusive), strict=True))
+    # the level Holm's (or Shaffer's) first step asks of a "no difference" hypothesis
+    level = alpha / max(len(tested) * (1 if exclusive or not has_margin else 2), 1)
+    description = (
+        f"{TEST_NAMES[test]}; equivalence: TOST with the {TEST_NAMES[equivalence_test]}; one family-wise alpha for "
+        f"differs and equivalent ({'Shaffer' if exclusive else 'Holm'})"
+    )
     result = {}
     for name, d in arrays.items():
         n = len(d)

@@ -41,6 +41,7 @@ OUTCOMES = ("final_window", "last", "auc", "overestimation")
 #: calibration table (docs/calibration.md)
 TESTS = ("t", "wilcoxon", "signflip", "signflip_trimmed", "bootstrap_t", "bootstrap_percentile")
 DEFAULT_TEST = "wilcoxon"
+DEFAULT_EQUIVALENCE_TEST = "signflip"
 BOUNDARIES = ("obrien-fleming", "pocock")
 REFERENCES_FILE = Path(__file__).with_name("references.yml")
 
@@ -58,7 +59,9 @@ class AnalysisPlan:
     :param power: power of the minimum detectable effect and of the seeds needed
     :param final_fraction: the primary outcome ``final_window`` averages the evaluations at or after
         ``(1 - final_fraction)`` of training
-    :param test: the paired test of every comparison (one of :data:`TESTS`)
+    :param test: the paired test of "no difference" in every comparison (one of :data:`TESTS`)
+    :param equivalence_test: the test whose two one-sided versions (TOST) decide "equivalent" (one of :data:`TESTS`;
+        the default tests the mean, which failures pull down, so that a variant failing more often is not equivalent)
     :param reference_fraction: default equivalence margin, as a fraction of the task's reference span (random policy
         to the reference return at the study's budget)
     :param failure_fraction: a run did not learn when its final-window return is below the random policy's return
@@ -79,6 +82,7 @@ class AnalysisPlan:
     power: float = 0.8
     final_fraction: float = 0.1
     test: str = DEFAULT_TEST
+    equivalence_test: str = DEFAULT_EQUIVALENCE_TEST
     reference_fraction: float = 0.05
     failure_fraction: float = 0.1
     divergence_factor: float = 10.0
@@ -102,8 +106,9 @@ class AnalysisPlan:
         ):
             if not (isinstance(value, int | float) and low < value <= high):
                 raise PlanError(f"analysis: {name} must be a number in ({low:g}, {high:g}], got {value!r}")
-        if self.test not in TESTS:
-            raise PlanError(f"analysis: unknown test {self.test!r}; expected one of {', '.join(TESTS)}")
+        for key in ("test", "equivalence_test"):
+            if getattr(self, key) not in TESTS:
+                raise PlanError(f"analysis: unknown {key} {getattr(self, key)!r}; expected one of {', '.join(TESTS)}")
         if self.boundary not in BOUNDARIES:
             raise PlanError(f"analysis: unknown boundary {self.boundary!r}; expected one of {', '.join(BOUNDARIES)}")
         looks = tuple(self.looks)

@@ -67,8 +67,9 @@ def plan_section(model: ReportModel, data: StudyData) -> list[str]:
         f"- Primary outcome: **{primary.name if primary else plan.primary}** "
         f"({primary.definition if primary else ''}); per env: {windows or 'no runs'}.",
         f"- Secondary outcomes: {secondary or 'none'}.",
-        f"- Test: {TEST_NAMES[plan.test]} on the per-seed differences, two-sided, on {seeds}; at least {MIN_RUNS} "
-        f"seed pairs for any test. Design: {design}.",
+        f"- Test: {TEST_NAMES[plan.test]} on the per-seed differences, two-sided, on {seeds}; equivalence: two "
+        f"one-sided tests with the {TEST_NAMES[plan.equivalence_test]}; at least {MIN_RUNS} seed pairs for any test. "
+        f"Design: {design}.",
         f"- Families: one per env and outcome (every variant against {model.baseline}), and one for the aggregate "
         f"across envs. {model.guarantee}",
         f"- Equivalence margin ±δ of the primary outcome, per env: {margins or 'none'}. Secondary return outcomes use "

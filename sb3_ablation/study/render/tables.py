@@ -116,14 +116,17 @@ def outcome_table(result: OutcomeResult, baseline: str | None, digits: int = 1, 
 
 def table_legend(result: OutcomeResult, plan: AnalysisPlan) -> str:
     family = max((c.family_size for c in result.comparisons.values()), default=0)
+    same = plan.equivalence_test == plan.test
+    step = "Shaffer's step-down: at most one of a comparison's two claims can be false" if same else "Holm's step-down"
     return (
         f"Paired Δ: the {TEST_NAMES[plan.test]} estimate of the per-seed differences (variant - baseline; a seed's runs "
         f"share initial weights and evaluation episodes) with its 95% interval. p no difference: that test, two-sided; "
-        f"p not equivalent: the same test's two one-sided tests at the margin (TOST); adjusted: over the family's "
-        f"{family} comparisons, both kinds of claims sharing one family-wise alpha = {plan.alpha:g} (Shaffer's "
-        f"step-down). **differs**: the test rejects no difference; **equivalent**: two one-sided tests place the "
+        f"p not equivalent: two one-sided tests at the margin (TOST) with the {TEST_NAMES[plan.equivalence_test]}"
+        + ("" if same else ", which failures pull down, so a variant that fails more often is not called equivalent")
+        + f"; adjusted: over the family's {family} comparisons, both kinds of claims sharing one family-wise alpha = "
+        f"{plan.alpha:g} ({step}). **differs**: the test rejects no difference; **equivalent**: the TOST places the "
         f"difference within the margin {margin_text(result.margin)}; unresolved: neither. MDE: the smallest true "
-        f"difference a paired t-test would detect with {plan.power:.0%} power at this n and level {plan.alpha:g}/{family} "
+        f"difference a paired t-test would detect with {plan.power:.0%} power at this n and the first step's level "
         "(an approximation for the rank test); seeds needed: the seeds that would detect the observed Δ so."
     )
 
