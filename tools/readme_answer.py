@@ -1,0 +1,129 @@
+"""The README's answer to the exercise, generated from the committed studies' report.json files.
+
+Writes the block between ``<!-- answer:start -->`` and ``<!-- answer:end -->`` in README.md; ``--check`` fails (exit 1)
+when the committed block differs from a fresh generation (tests/docs/test_readme_answer.py runs it). The library knows
+neither README nor the repository's study folders: this script does.
+
+    python tools/readme_answer.py          # rewrite the block
+    python tools/readme_answer.py --check  # compare only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDIES = ROOT / "docs" / "studies"
+START, END = "<!-- answer:start -->", "<!-- answer:end -->"
+# the committed studies the answer reads: (folder, env, column title)
+LEAVE_ONE_OUT = (
+    ("pendulum", "Pendulum-v1", "Pendulum-v1, 20k"),
+    ("multitask", "Hopper-v5", "Hopper-v5, 100k"),
+    ("multitask", "HalfCheetah-v5", "HalfCheetah-v5, 100k"),
+    ("multitask", "LunarLanderContinuous-v3", "LunarLander, 200k"),
+)
+FACTORIAL = ("pendulum-2x6", "Pendulum-v1")
+SWITCHES = (
+    "deterministic_policy",
+    "replay_buffer",
+    "target_networks",
+    "target_policy_smoothing",
+    "delayed_policy_update",
+    "clipped_double_q",
+)
+
+
+def report(folder: str) -> dict:
+    return json.loads((STUDIES / folder / "report.json").read_text())
+
+
+def cell(entry: dict | None) -> str:
+    if entry is None:
+        return "—"
+    effect = entry["effect"]
+    value = "n/a" if effect is None else f"{effect:+,.0f}"
+    verdict = entry["verdict"]
+    return f"**{verdict}** {value}" if verdict != "unresolved" else f"unresolved {value}"
+
+
+def leave_one_out_table() -> list[str]:
+    header = "| component removed | " + " | ".join(title for _, _, title in LEAVE_ONE_OUT) + " |"
+    lines = [header, "|---|" + "---:|" * len(LEAVE_ONE_OUT)]
+    reports = {folder: report(folder) for folder, _, _ in LEAVE_ONE_OUT}
+    for switch in SWITCHES:
+        cells = []
+        for folder, env, _ in LEAVE_ONE_OUT:
+            variants = reports[folder]["envs"][env]["outcomes"]["final_window"]["variants"]
+            cells.append(cell(variants.get(f"no_{switch}")))
+        lines.append(f"| {switch} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def factorial_lines() -> list[str]:
+    folder, env = FACTORIAL
+    section = report(folder)["sections"][f"{env}: factorial analysis"]["outcomes"]["final_window"]
+    seeds = len(section["seeds"])
+    main = [f"{name} {cell(e)}" for name, e in section["main_effects"].items()]
+    interactions = [f"{name} {cell(e)}" for name, e in section["interactions"].items() if e["verdict"] != "unresolved"]
+    keep = section["smallest_sufficient_set"]
+    lines = [
+        f"**All 2^6 = 64 combinations on {env}** ({seeds} seeds per cell, {64 * seeds} runs; effects on the Yates scale, "
+        "a component's mean with it on minus with it removed over every combination of the others; Wilcoxon on the "
+        "per-seed effects, one family-wise alpha = 0.05 per family):",
+        "",
+        "- main effects: " + "; ".join(main) + ".",
+        "- two-factor interactions with a verdict: " + ("; ".join(interactions) or "none") + " (the other "
+        f"{len(section['interactions']) - len(interactions)} unresolved).",
+    ]
+    if keep:
+        lines.append(
+            f"- smallest set of components to keep within the margin (a description, not a test): "
+            f"**{', '.join(keep['keep']) or 'none'}** (model-predicted loss {keep['predicted_drop']:,.1f}"
+            + (f", observed {keep['observed_drop']:,.1f}" if keep["observed_drop"] is not None else "")
+            + ")."
+        )
+    return lines
+
+
+def answer() -> str:
+    lines = [
+        "Primary outcome: the mean return over the final 10% of training. Cells: the verdict and the paired estimate "
+        "(Hodges-Lehmann, return units) of removing the component from full TD3, 10 seed pairs per task, Wilcoxon "
+        "signed-rank test for `differs`, the sign-flip TOST of the mean for `equivalent`, one family-wise alpha = "
+        "0.05 per task. `unresolved` is not 'no effect'. Hopper, HalfCheetah and LunarLander have no published "
+        "reference at these budgets, so no margin and no `equivalent` there. All plans of these leave-one-out "
+        "studies were fixed after their runs (their reports say so); the 2^6 design's was fixed before.",
+        "",
+        *leave_one_out_table(),
+        "",
+        *factorial_lines(),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare README's block with a fresh generation")
+    parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    args = parser.parse_args()
+    text = args.readme.read_text()
+    if START not in text or END not in text:
+        print(f"{args.readme}: no {START} ... {END} markers", file=sys.stderr)
+        return 1
+    before, rest = text.split(START, 1)
+    _, after = rest.split(END, 1)
+    new = f"{before}{START}\n{answer()}{END}{after}"
+    if args.check:
+        if new != text:
+            print(f"{args.readme}: the answer block is not the one the committed reports give; run tools/readme_answer.py")
+            return 1
+        return 0
+    args.readme.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
