@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from sb3_ablation.study.analyse.factorial import per_seed_effects
+from sb3_ablation.study.analyse.effects import per_seed_effects
 from sb3_ablation.study.plan.designs import (
     alias_structure,
     effect_words,

@@ -11,11 +11,14 @@ from typing import Any
 import numpy as np
 
 from sb3_ablation.study.analyse.analysis import EnvResult, Section
-from sb3_ablation.study.analyse.factorial import FactorialResult, analyse_outcome, half_normal_points, study_design
+from sb3_ablation.study.analyse.effects import half_normal_points
+from sb3_ablation.study.analyse.factorial import FactorialResult, analyse_outcome, study_design
 from sb3_ablation.study.analyse.inference import Comparison
 from sb3_ablation.study.analyse.results import StudyData
 from sb3_ablation.study.analyse.robust import TEST_NAMES
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.plan.designs import INTERACTION
+from sb3_ablation.study.plan.variants import canonical_name
 from sb3_ablation.study.render.figures import save_figure
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.json import comparison_json
@@ -57,11 +60,11 @@ def _table(result: FactorialResult, comparisons: dict[str, Comparison], title: s
 def _pair_lines(result: FactorialResult) -> list[str]:
     lines = ["Which components need each other (the strongest two-factor interactions; cell means relative to both on):", ""]
     for pair in result.pairs:
-        a, b = pair.name.split(" x ")
+        a, b = pair.a, pair.b
         need = (
             "need each other" if pair.interaction > 0 else "stand in for each other" if pair.interaction < 0 else "act apart"
         )
-        verdict = result.two[pair.word].verdict
+        verdict = next(c.verdict for w, c in result.two.items() if result.name(w) == f"{a}{INTERACTION}{b}")
         lines.append(
             f"- **{a} and {b}**: removing {a} alone {fmt(pair.without_a)}, {b} alone {fmt(pair.without_b)}, both "
             f"{fmt(pair.without_both)} (the sum of the two alone: {fmt(pair.without_a + pair.without_b)}); interaction "
@@ -78,9 +81,9 @@ def _sufficient_line(result: FactorialResult) -> list[str]:
         return ["No set of components is sufficient within the margin (or the outcome has no margin).", ""]
     keep = ", ".join(s.keep) or "none"
     check = (
-        f"observed in the design's own cell {s.cell}: {fmt(s.observed_drop)} below full TD3"
+        f"observed in the design's own cell {canonical_name(s.switches)}: full TD3 minus it {fmt(s.observed_drop)}"
         if s.observed_drop is not None
-        else f"the cell {s.cell} is not in this fraction: a model prediction only"
+        else f"the cell {canonical_name(s.switches)} is not in this fraction: a model prediction only"
     )
     return [
         f"Smallest set of components to keep (removing all the others lowers the return by at most the margin "
@@ -94,7 +97,7 @@ def plot_half_normal(result: FactorialResult, title: str, path: Path) -> None:
     """Daniel's half-normal plot of the main effects and two-factor interactions (|effect| against its quantile)."""
     import matplotlib.pyplot as plt
 
-    quantiles, effects, words = half_normal_points(result)
+    quantiles, effects, words = half_normal_points({w: c.effect for w, c in {**result.main, **result.two}.items()})
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     ax.scatter(quantiles, effects, s=18)
     for rank, (q, e, w) in enumerate(list(zip(quantiles, effects, words, strict=True))[-5:]):
@@ -116,7 +119,7 @@ def plot_interactions(result: FactorialResult, ylabel: str, title: str, path: Pa
     pairs = result.pairs or []
     fig, axes = plt.subplots(1, max(len(pairs), 1), figsize=(4.2 * max(len(pairs), 1), 3.4), squeeze=False)
     for ax, pair in zip(axes.flat, pairs, strict=False):
-        a, b = pair.name.split(" x ")
+        a, b = pair.a, pair.b
         for level_b, style in ((0, "-o"), (1, "--s")):
             ax.plot(
                 [0, 1], [pair.means[0][level_b], pair.means[1][level_b]], style, label=f"{b} {'on' if level_b == 0 else 'off'}"
@@ -154,7 +157,7 @@ def _result_json(result: FactorialResult) -> dict[str, Any]:
             "keep": list(sufficient.keep),
             "predicted_drop": sufficient.predicted_drop,
             "observed_drop": sufficient.observed_drop,
-            "cell": sufficient.cell,
+            "cell": canonical_name(sufficient.switches),
         },
     }
 
