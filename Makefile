@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: install test sb3-tests demo lint format bench
+.PHONY: install test sb3-tests demo lint format bench docs
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -39,3 +39,17 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) benchmarks/throughput.py
+
+# The documentation (Sphinx, MyST, sphinx-rtd-theme) into docs/_build/html, strict: a warning fails the build (-E:
+# every page is read again, so no warning hides in a cached page). First the generated pages: docs/results/ and
+# README's answer must be what the committed reports give (otherwise run `python tools/docs_results.py` and
+# `python tools/readme_answer.py`).
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install -q -c constraints.txt -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(PY) tools/docs_results.py --check
+	$(PY) tools/readme_answer.py --check
+	OMP_NUM_THREADS=1 $(PY) -m sphinx -E -W --keep-going -q -b html docs docs/_build/html

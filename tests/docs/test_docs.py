@@ -1,31 +1,104 @@
-"""The docs say what the committed records say: README's answer regenerates unchanged from the committed reports,
-every relative link resolves, and the switch table is the generated one."""
+"""The docs say what the committed records say: the generated pages (README's answer, docs/results/) regenerate
+unchanged from the committed reports, every relative link resolves, and the switch table is the generated one.
+
+Fast: no Sphinx here (`make docs` builds the site, strict, in CI after `make test`)."""
 
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import yaml
+
 from sb3_ablation.switches import markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "results").glob("*.md"))]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import docs_results  # noqa: E402
+
+
+def _tool(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True)
 
 
 def test_readmes_answer_is_the_one_the_committed_reports_give():
-    result = subprocess.run([sys.executable, "tools/readme_answer.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    result = _tool("tools/readme_answer.py", "--check")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_readme_stays_short():
+def test_the_results_pages_are_the_ones_the_committed_reports_give():
+    result = _tool("tools/docs_results.py", "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_check_names_a_stale_page(tmp_path, monkeypatch):
+    monkeypatch.setattr(docs_results, "RESULTS", tmp_path)
+    for name, text in docs_results.pages().items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(sys, "argv", ["docs_results.py", "--check"])
+    assert docs_results.main() == 0
+    (tmp_path / "pendulum.md").write_text("# edited by hand\n")
+    (tmp_path / "gone.md").write_text("# a study that no longer exists\n")
+    assert docs_results.main() == 1
+    monkeypatch.setattr(sys, "argv", ["docs_results.py"])
+    assert docs_results.main() == 0
+    assert not (tmp_path / "gone.md").exists()
+    assert (tmp_path / "pendulum.md").read_text() == docs_results.pages()["pendulum.md"]
+
+
+def test_a_study_page_is_its_report_with_links_into_the_study_folder():
+    page = docs_results.pages()["pendulum.md"]
+    report = (ROOT / "docs" / "studies" / "pendulum" / "report.md").read_text()
+    assert page.splitlines()[2] == "# pendulum: Pendulum-v1"
+    assert "](../studies/pendulum/figures/Pendulum-v1_learning_curves.png)" in page
+    assert "](figures/" not in page
+    # the report's text otherwise unchanged: every line of it without a link is on the page
+    assert all(line in page for line in report.splitlines()[1:] if "](" not in line and not line.startswith("#"))
+
+
+def test_headings_rise_to_follow_each_other():
+    text = "# Title\n\n### a\n\n```\n### code, not a heading\n```\n\n#### b\n\n### c\n"
+    assert docs_results._consecutive_headings(text) == "# Title\n\n## a\n\n```\n### code, not a heading\n```\n\n### b\n\n## c"
+
+
+def test_relative_links_point_into_the_study_folder_and_others_stay():
+    folder = Path("docs/studies/x")
+    text = "![f](figures/a.png) [s](study.json) [w](https://example.org/a) [h](#anchor)"
+    assert docs_results._relink(text, folder) == (
+        "![f](../studies/x/figures/a.png) [s](../studies/x/study.json) [w](https://example.org/a) [h](#anchor)"
+    )
+
+
+def test_the_papers_numbers_are_table_2_with_their_source():
+    paper = yaml.safe_load((ROOT / "tools" / "td3_paper_table2.yml").read_text())
+    assert "Fujimoto" in paper["source"] and "Table 2" in paper["source"]
+    rows = {row["method"]: row for row in paper["rows"]}
+    assert len(rows) == 9 and all(set(paper["tasks"]) <= set(row) for row in rows.values())
+    assert rows["TD3"]["Hopper"] == 3304.75 and rows["TD3 - CDQ"]["Ant"] == 849.75
+    variants = {row["variant"] for row in paper["rows"] if "variant" in row}
+    assert variants == {"td3", "no_delayed_policy_update", "no_target_policy_smoothing", "no_clipped_double_q"}
+
+
+def test_readme_stays_short_and_shows_how_to_test():
+    readme = (ROOT / "README.md").read_text()
     assert (ROOT / "README.md").stat().st_size <= 20 * 1024
+    assert "make test" in readme and "make docs" in readme
 
 
-def test_every_relative_link_of_the_docs_resolves():
-    for page in PAGES:
-        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
-            if "://" not in target:
-                assert (page.parent / target).exists(), f"{page.name} links to {target}, which does not exist"
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_relative_link_resolves(page):
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+        if "://" not in target:
+            assert (page.parent / target).exists(), f"{page.name} links to {target}, which does not exist"
+
+
+def test_every_page_is_in_the_sites_table_of_contents():
+    index = (ROOT / "docs" / "index.md").read_text()
+    for page in (ROOT / "docs").glob("*.md"):
+        assert page.name == "index.md" or f"\n{page.stem}\n" in index, f"docs/{page.name} is in no toctree of index.md"
 
 
 def test_the_guides_switch_table_is_the_generated_one():
