@@ -17,9 +17,11 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 
 from sb3_ablation.study.plan.config import (
     SeedList,
@@ -34,7 +36,7 @@ from sb3_ablation.study.store.runs import unreadable_runs
 REPO = Path(__file__).resolve().parent.parent
 ENV = "Pendulum-v1"
 MODEL = "logs/ablatable_td3/Pendulum-v1_1/Pendulum-v1.zip"
-STUDY = ["study", "--env", ENV, "-n", "200", "--out", "out", "--no-progress"]
+STUDY = ["study", "--env", ENV, "-n", "200", "--out", "out", "--no-progress", "-params", "learning_starts:100"]
 TRAIN = ["train", "--algo", "ablatable_td3", "--env", ENV, "-f", "logs"]
 ENJOY = ["enjoy", "--algo", "ablatable_td3", "--env", ENV, "-f", "logs", "--no-render", "-n", "10"]
 
@@ -53,7 +55,24 @@ def _truncated_zip() -> bytes:
     return buffer.getvalue()[: len(buffer.getvalue()) // 2]
 
 
-# case -> (arguments, files to create first (path -> text, or bytes), modules hidden as not installed, expected text)
+def _saved_model(algo: str) -> Callable[[], bytes]:
+    """An untrained model file of SB3's ``algo`` (``"PPO"``, ``"TD3"``), made when the cases' files are written."""
+
+    def make() -> bytes:
+        import io
+
+        import stable_baselines3 as sb3
+
+        buffer = io.BytesIO()
+        settings = {"n_steps": 64, "batch_size": 64} if algo == "PPO" else {"buffer_size": 100}
+        getattr(sb3, algo)("MlpPolicy", ENV, **settings).save(buffer)
+        return buffer.getvalue()
+
+    return make
+
+
+# case -> (arguments, files to create first (path -> text, bytes, or a function making the bytes), modules hidden as
+# not installed, expected text)
 CASES: dict[str, tuple[list[str], dict, list[str], list[str]]] = {
     "unknown command": (["trian"], {}, [], ["unknown command 'trian'"]),
     # train
@@ -81,11 +100,44 @@ CASES: dict[str, tuple[list[str], dict, list[str], list[str]]] = {
     "train: bad expression": ([*TRAIN, "--hyperparams", "learning_rate:1e-"], {}, [], ["could not evaluate '1e-'"]),
     "train: unknown algorithm": (["train", "--algo", "td4", "--env", ENV], {}, [], ["'td4'"]),
     "train: missing config": ([*TRAIN, "--conf-file", "nope.yml"], {}, [], ["nope.yml", "not found"]),
+    "train: --track without wandb": ([*TRAIN, "--track"], {}, ["wandb"], ["--track", "needs wandb", "pip install wandb"]),
+    # checked before the run folder (and the tensorboard folder) is made
+    "train: -tb without tensorboard": (
+        [*TRAIN, "-tb", "tb"],
+        {},
+        ["tensorboard"],
+        ["-tb", "needs tensorboard", "pip install tensorboard", "pip install 'sb3-ablation[tensorboard]'"],
+    ),
+    "train: simulator not installed": (
+        ["train", "--algo", "ablatable_td3", "--env", "Walker2d-v5", "-f", "logs"],
+        {},
+        ["mujoco"],
+        ["Walker2d-v5 needs MuJoCo", "pip install 'sb3-ablation[mujoco]'"],
+    ),
+    "train: missing trained agent": ([*TRAIN, "-i", "nope.zip"], {}, [], ["--trained-agent nope.zip", "expected an existing"]),
+    "train: trained agent of another algorithm": (
+        [*TRAIN, "-i", "ppo.zip"],
+        {"ppo.zip": _saved_model("PPO")},
+        [],
+        ["--trained-agent ppo.zip holds a PPO model", "ActorCriticPolicy", "ablatable_td3 does not load", "use --algo ppo"],
+    ),
     # enjoy and record-video
     "enjoy: no model": (ENJOY, {}, [], ["no trained ablatable_td3 model"]),
     "enjoy: corrupt model": (ENJOY, _file(MODEL, "not a zip"), [], ["not a readable model file"]),
     "enjoy: truncated model": (ENJOY, {MODEL: _truncated_zip()}, [], ["not a readable model file"]),
     "enjoy: zero steps": ([*ENJOY, "-n", "0"], {}, [], ["-n 0", "positive"]),
+    "enjoy: model of another algorithm": (
+        ENJOY,
+        {MODEL: _saved_model("PPO")},
+        [],
+        [f"{MODEL} holds a PPO model", "ActorCriticPolicy", "--algo ablatable_td3 does not load", "use --algo ppo"],
+    ),
+    "enjoy: SB3's TD3 model as ddpg_scratch": (
+        ["enjoy", "--algo", "ddpg_scratch", "--env", ENV, "-f", "logs", "--no-render", "-n", "10"],
+        {"logs/ddpg_scratch/Pendulum-v1_1/Pendulum-v1.zip": _saved_model("TD3")},
+        [],
+        ["holds a TD3 model", "policy_delay=2, 2 critics", "--algo ddpg_scratch does not load", "use --algo ablatable_td3"],
+    ),
     "enjoy: unknown environment": (["enjoy", "--algo", "ablatable_td3", "--env", "Pendulm-v1"], {}, [], ["'Pendulum-v1'"]),
     "record-video: no model": (
         ["record-video", "--algo", "ablatable_td3", "--env", ENV, "-f", "logs", "-n", "10"],
@@ -159,6 +211,20 @@ CASES: dict[str, tuple[list[str], dict, list[str], list[str]]] = {
     "bench: unknown option": (["bench", "--fastest"], {}, [], ["unrecognized arguments: --fastest"]),
 }
 
+if not torch.cuda.is_available():  # (on a machine with a GPU, --device cuda is a valid choice)
+    CASES["train: --device cuda without CUDA"] = (
+        [*TRAIN, "--device", "cuda"],
+        {},
+        [],
+        ["--device cuda", "CUDA is not available"],
+    )
+    CASES["enjoy: --device cuda without CUDA"] = (
+        [*ENJOY, "--device", "cuda"],
+        {},
+        [],
+        ["--device cuda", "CUDA is not available"],
+    )
+
 DRIVER = textwrap.dedent(
     """
     import json, os, signal, sys, traceback
@@ -213,6 +279,7 @@ def outcomes(tmp_path_factory) -> dict[str, tuple[int, str, str, dict, dict]]:
         folder = root / f"case_{index}" / "work"
         folder.mkdir(parents=True)
         for path, content in files.items():
+            content = content() if callable(content) else content
             (folder / path).parent.mkdir(parents=True, exist_ok=True)
             (folder / path).write_bytes(content if isinstance(content, bytes) else content.encode())
         before[name] = snapshot(folder)

@@ -1,6 +1,7 @@
 """A drop-in for SB3's TD3 and DDPG: one file format both ways, load() with SB3's keywords, SB3's conventions."""
 
 import io
+import re
 import subprocess
 import sys
 import warnings
@@ -207,7 +208,9 @@ def test_refused_loads_leave_nothing_changed(tmp_path):
     full = AblatableTD3("MlpPolicy", "Pendulum-v1", **small()).learn(60)
     full.save(tmp_path / "td3")
     full.save_replay_buffer(tmp_path / "buffer")
-    with pytest.raises(ValueError, match=r"saved by AblatableTD3 .* load it with AblatableTD3\.load"):
+    with pytest.raises(
+        ValueError, match=r"holds an AblatableTD3 model .* which DDPG does not load: load it with AblatableTD3\.load"
+    ):
         DDPG.load(tmp_path / "td3")
     online = AblatableTD3("MlpPolicy", "Pendulum-v1", replay_buffer=False, **{**small(), "buffer_size": 1, "batch_size": 1})
     buffer = online.replay_buffer
@@ -220,6 +223,80 @@ def test_load_of_a_file_that_is_not_a_model_is_one_line(tmp_path):
     (tmp_path / "junk.zip").write_text("not a zip")
     with pytest.raises(ValueError, match="is not a saved model"):
         AblatableTD3.load(tmp_path / "junk.zip")
+
+
+@pytest.fixture(scope="module")
+def other_algorithms_models(tmp_path_factory):
+    """Files of other algorithms (saved untrained)."""
+    from sb3_ablation.batched import BatchedTD3
+
+    folder = tmp_path_factory.mktemp("other_algorithms")
+    sb3.PPO("MlpPolicy", "Pendulum-v1", n_steps=64, batch_size=64).save(folder / "ppo.zip")
+    sb3.SAC("MlpPolicy", "Pendulum-v1", **small()).save(folder / "sac.zip")
+    sb3.TD3("MlpPolicy", "Pendulum-v1", **small()).save(folder / "td3.zip")
+    sb3.DDPG("MlpPolicy", "Pendulum-v1", **small()).save(folder / "ddpg.zip")
+    BatchedTD3("MlpPolicy", make_vec_env("Pendulum-v1", n_envs=2), **small()).save(folder / "batched.zip")
+    return folder
+
+
+OTHER_ALGORITHMS = {
+    "PPO into AblatableTD3": (
+        AblatableTD3,
+        "ppo",
+        r"a PPO model \(policy stable_baselines3\.common\.policies\.ActorCriticPolicy\)",
+        r"stable_baselines3\.PPO\.load",
+    ),
+    "SAC into DDPG": (
+        DDPG,
+        "sac",
+        r"a SAC model \(policy stable_baselines3\.sac\.policies\.SACPolicy\)",
+        r"stable_baselines3\.SAC\.load",
+    ),
+    "SB3's TD3 into DDPG": (
+        DDPG,
+        "td3",
+        r"a TD3 model \(policy stable_baselines3\.td3\.policies\.TD3Policy, policy_delay=2, 2 critics\)",
+        r"AblatableTD3\.load or stable_baselines3\.TD3\.load",
+    ),
+    "SB3's DDPG into AblatableTD3": (
+        AblatableTD3,
+        "ddpg",
+        r"a DDPG model \(policy stable_baselines3\.td3\.policies\.TD3Policy, policy_delay=1, 1 critic\)",
+        r"DDPG\.load",
+    ),
+    "BatchedTD3 into AblatableTD3": (
+        AblatableTD3,
+        "batched",
+        r"a BatchedTD3 model \(policy sb3_ablation\.batched\.policies\.BatchedTD3Policy\)",
+        r"sb3_ablation\.batched\.BatchedTD3\.load",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", OTHER_ALGORITHMS)
+def test_load_of_another_algorithms_model_says_what_the_file_holds_and_what_loads_it(other_algorithms_models, case):
+    from sb3_ablation.common.saved_models import IncompatibleModelError
+
+    algo_class, name, holds, loader = OTHER_ALGORITHMS[case]
+    path = other_algorithms_models / f"{name}.zip"
+    message = rf"^{re.escape(str(path))} holds {holds}, which {algo_class.__name__} does not load: load it with {loader}"
+    with pytest.raises(IncompatibleModelError, match=message):
+        algo_class.load(path)
+    with pytest.raises(IncompatibleModelError, match=message):
+        algo_class.check_saved_model(path)  # the same check, without loading
+
+
+def test_sb3s_own_pairs_still_load(other_algorithms_models):
+    assert type(AblatableTD3.load(other_algorithms_models / "td3.zip")) is AblatableTD3
+    assert type(DDPG.load(other_algorithms_models / "ddpg.zip")) is DDPG
+
+
+def test_load_of_a_missing_file_names_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match=rf"^no saved model at {re.escape(str(tmp_path))}/missing\.zip: no such file$"):
+        AblatableTD3.load(tmp_path / "missing.zip")
+    # SB3 tries the name with .zip added too
+    with pytest.raises(FileNotFoundError, match=r"missing: no such file \(nor .*missing\.zip\)$"):
+        DDPG.load(tmp_path / "missing")
 
 
 def test_zoo_hyperparameters_passed_to_load_keep_the_switched_off_setting(tmp_path):

@@ -201,8 +201,12 @@ BAD_INPUT = {
     ),
     "unknown tuned switch": (["-optimize", "--tune-switches", "clipped_q"], ["'clipped_q'", "'clipped_double_q'"]),
     "missing config": (["--conf-file", "missing.yml"], ["missing.yml", "not found"]),
-    # passes the checks, fails while rl_zoo3 sets up the run (after it created the run folder)
-    "env rejects kwargs": (["--env-kwargs", "no_such_arg:1"], ["no_such_arg", "could not set up"]),
+    # passes the checks, fails while rl_zoo3 sets up the run (after it created the run folder): the env is named, with
+    # its env_kwargs, not the config
+    "env rejects kwargs": (
+        ["--env-kwargs", "no_such_arg:1"],
+        ["could not make the evaluation env Pendulum-v1", "no_such_arg"],
+    ),
 }
 
 
@@ -319,3 +323,84 @@ def test_rl_zoo_module_idiom_runs_the_same_command(command):
     cli = subprocess.run([sys.executable, "-m", "sb3_ablation", command, "--help"], capture_output=True, text=True)
     assert idiom.stdout == cli.stdout
     assert f"usage: sb3-ablation {command}" in idiom.stdout
+
+
+def _stderr_warnings(capsys) -> list[str]:
+    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("sb3-ablation train: warning:")]
+
+
+def test_a_budget_at_or_below_learning_starts_is_said(tmp_path, capsys):
+    # Pendulum's entry starts learning after 10000 steps: a 100-step run only collects transitions
+    argv = ["--algo", "ablatable_td3", "--env", ENV, "-f", str(tmp_path / "logs"), "-n", "100", "--eval-freq", "-1"]
+    assert train.main([*argv, "--hyperparams", "policy_kwargs:'dict(net_arch=[8])'"]) == 0
+    assert _stderr_warnings(capsys) == [
+        "sb3-ablation train: warning: the budget (-n 100) is at or below learning_starts (10000): nothing would be "
+        "trained, the run would only collect transitions"
+    ]
+    assert AblatableTD3.load(model_path(tmp_path, "ablatable_td3"))._n_updates == 0  # indeed
+    # at learning_starts exactly, still nothing
+    assert train.main([*argv, "--hyperparams", "learning_starts:100", "policy_kwargs:'dict(net_arch=[8])'"]) == 0
+    (warning,) = _stderr_warnings(capsys)
+    assert "(-n 100) is at or below learning_starts (100)" in warning
+    assert AblatableTD3.load(model_path(tmp_path, "ablatable_td3", run=2))._n_updates == 0
+
+
+def test_an_eval_freq_beyond_the_budget_is_said(tmp_path, capsys):
+    # TINY: -n 200, learning starts at 150; one evaluation episode
+    assert run_train(tmp_path, "ablatable_td3", "--eval-freq", "201", "--eval-episodes", "1") == 0
+    assert _stderr_warnings(capsys) == [
+        "sb3-ablation train: warning: --eval-freq 201 is beyond the budget (-n 200): no evaluation would happen "
+        "(pass a smaller --eval-freq, or -1 for none)"
+    ]
+    assert not (model_path(tmp_path, "ablatable_td3").parent / "evaluations.npz").exists()  # indeed
+    # at the budget: one evaluation, at the last step, and no warning
+    assert run_train(tmp_path, "ablatable_td3", "--eval-freq", "200", "--eval-episodes", "1") == 0
+    assert _stderr_warnings(capsys) == []
+    assert (model_path(tmp_path, "ablatable_td3", run=2).parent / "evaluations.npz").is_file()
+
+
+def test_budget_warnings_count_as_rl_zoo_does():
+    source = "n_timesteps 20000 in zoo_configs/ablatable_td3.yml [Pendulum-v1]"
+    entry = {"n_timesteps": 20000, "learning_starts": 10000}
+    # rl_zoo3's default --eval-freq (25000) is beyond Pendulum's budget
+    (warning,) = train.budget_warnings("ablatable_td3", entry, 20000, source, 25000, optimizing=False)
+    assert warning.startswith(f"--eval-freq 25000 is beyond the budget ({source})")
+    assert train.budget_warnings("ablatable_td3", entry, 20000, source, 25000, optimizing=True) == []  # not used
+    # n_envs: rl_zoo3 evaluates every eval_freq // n_envs VecEnv steps; 1000 steps of 4 envs are 250 VecEnv steps
+    entry = {"n_envs": 4, "learning_starts": 0}
+    assert train.budget_warnings("ablatable_td3", entry, 1000, "-n 1000", 1003, optimizing=False) == []
+    assert len(train.budget_warnings("ablatable_td3", entry, 1000, "-n 1000", 1004, optimizing=False)) == 1
+    # learning_starts not in the entry: the algorithm's default (SB3's 100); none for an algorithm without it
+    (warning,) = train.budget_warnings("ablatable_td3", {}, 100, "-n 100", -1, optimizing=False)
+    assert "learning_starts (100)" in warning
+    assert train.budget_warnings("ablatable_td3", {}, 101, "-n 101", -1, optimizing=False) == []
+    assert train.budget_warnings("ppo", {}, 10, "-n 10", -1, optimizing=False) == []
+
+
+def test_train_runs_on_one_torch_thread_unless_told(tmp_path, monkeypatch, capsys):
+    import torch as th
+
+    calls: list[int] = []
+    monkeypatch.setattr(th, "set_num_threads", calls.append)  # the test process keeps its own setting
+    assert run_train(tmp_path, "ablatable_td3") == 0
+    assert calls == [1]
+    assert run_train(tmp_path, "ablatable_td3", "--num-threads", "3") == 0
+    assert calls == [1, 3]
+    assert run_train(tmp_path, "ablatable_td3", "--num-threads", "-1") == 0  # PyTorch's own choice: not set
+    assert calls == [1, 3]
+    assert yaml.unsafe_load((model_path(tmp_path, "ablatable_td3").parent / ENV / "args.yml").read_text())["num_threads"] == 1
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        train.train_parser().parse_args(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--num-threads NUM_THREADS Number of threads for PyTorch (default: 1, the fastest for these small" in help_text
+
+
+def test_an_env_that_cannot_be_made_is_named_not_the_config(tmp_path, capsys):
+    # TINY has no evaluation: the training env is the first env made
+    argv = ["--algo", "ablatable_td3", "--env", ENV, "-f", str(tmp_path / "logs"), *TINY, "--env-kwargs", "no_such_arg:1"]
+    assert train.main(argv) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("sb3-ablation train: error: could not make the training env Pendulum-v1 with env_kwargs=")
+    assert "{'no_such_arg': 1}: TypeError" in error and "zoo_configs" not in error and "\n" not in error
+    assert not (tmp_path / "logs").exists()

@@ -74,6 +74,10 @@ class AgentSeededVecEnv(DummyVecEnv):
         """
         if seed is None:
             return super().seed(seed)
+        # `_seeds` is where SB3's VecEnv.seed itself puts the seeds of the next reset (DummyVecEnv.reset passes
+        # `_seeds[k]` to env k, then clears them); this override of seed() sets other values there, as its contract
+        # allows. SB3 has no public per-env seed, and wrapping each env to shift its seed instead would put a wrapper
+        # around the envs that the study's checkpoints find by type (tests/unit/test_zoo_adapter.py checks SB3's use)
         self._seeds = [agent_seed + seed - self.agent_seeds[0] for agent_seed in self.agent_seeds]
         return self._seeds
 
@@ -110,6 +114,8 @@ class BatchedTD3(AblatableTD3):
     """
 
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": BatchedTD3Policy}
+    # Only its own files: K agents' networks stacked, which no single-agent file holds
+    loadable_algorithms: ClassVar[tuple[str, ...]] = ("BatchedTD3",)
     implied_policy_arguments = (*AblatableTD3.implied_policy_arguments, "n_agents")
     policy: BatchedTD3Policy
 

@@ -1,11 +1,13 @@
 """The ``sb3-ablation`` command (also ``python -m sb3_ablation``): one entry point, one sub-command per job."""
 
+import argparse
 import contextlib
 import importlib
 import os
 import sys
 import threading
 from collections.abc import Iterator
+from typing import NoReturn
 
 # sub-command -> (module, function, one-line help); modules are imported lazily so `--help` stays fast
 COMMANDS = {
@@ -18,6 +20,31 @@ COMMANDS = {
     "demo": ("sb3_ablation.cli.study", "demo_main", "a small leave-one-out study on Pendulum-v1 plus its report"),
     "bench": ("sb3_ablation.benchmark.cli", "main", "training throughput against SB3's TD3/DDPG"),
 }
+# commands whose parsers are OneLineArgumentParser: they need no `one_line_usage_errors`
+ONE_LINE_PARSERS = ("train", "enjoy", "record-video", "export")
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """``ArgumentParser`` whose usage errors are one line (``prog: error: message (see --help)``), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+@contextlib.contextmanager
+def one_line_usage_errors() -> Iterator[None]:
+    """
+    Inside, every ``argparse.ArgumentParser`` reports a usage error as :class:`OneLineArgumentParser` does.
+
+    For the commands whose parsers are plain ``ArgumentParser`` (study, report, demo, bench); building them as
+    :class:`OneLineArgumentParser` makes this unnecessary (train, enjoy, record-video and export do).
+    """
+    original = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = OneLineArgumentParser.error  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        argparse.ArgumentParser.error = original  # type: ignore[method-assign]
 
 
 def _usage() -> str:
@@ -89,13 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     if command not in COMMANDS:
         print(f"sb3-ablation: unknown command {command!r}; expected one of {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
-    from sb3_ablation.zoo.train import one_line_usage_errors
-
     module_name, function_name, _ = COMMANDS[command]
-    sys.argv = [f"sb3-ablation {command}", *rest]
     # torch's profiler (Kineto) writes a "USDT: ... profiler_start/stop" line to stderr around every profiled step
     quiet = without_stderr_lines(b"USDT:") if command == "bench" else contextlib.nullcontext()
-    with one_line_usage_errors(), quiet:
+    one_line = contextlib.nullcontext() if command in ONE_LINE_PARSERS else one_line_usage_errors()
+    with one_line, quiet:
         result = getattr(importlib.import_module(module_name), function_name)(rest)
     return int(result or 0)
 

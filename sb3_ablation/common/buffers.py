@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import TypeVar
 
 import numpy as np
@@ -13,13 +14,33 @@ from stable_baselines3.common.vec_env import VecNormalize
 BufferT = TypeVar("BufferT", bound=ReplayBuffer)
 
 
+#: what SB3's ReplayBuffer holds besides its constructor's arguments: the storage and the write position
+STORAGE = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts", "pos", "full")
+
+
 def sharing_storage(buffer: ReplayBuffer, buffer_class: type[BufferT]) -> BufferT:
     """
-    A ``buffer_class`` buffer with ``buffer``'s state (its arrays, not copied, and position): a new object, as
-    ``copy.copy`` makes one, of another class with the same storage (the two buffers then share it).
+    A ``buffer_class`` buffer with ``buffer``'s state: built with ``buffer``'s settings, then given its arrays (not
+    copied: the two buffers share them) and write position.
+
+    ``buffer`` and ``buffer_class`` are SB3's ``ReplayBuffer`` or :class:`FastReplayBuffer`, whose attributes are
+    the constructor's settings and :data:`STORAGE` (``tests/unit/test_zoo_adapter.py`` checks SB3's list).
     """
-    shared = buffer_class.__new__(buffer_class)
-    vars(shared).update(vars(buffer))
+    with warnings.catch_warnings():
+        # SB3 compares the new buffer's size with the free memory, which the shared storage already takes
+        warnings.filterwarnings("ignore", message="This system does not have apparently enough memory")
+        shared = buffer_class(
+            buffer.buffer_size * buffer.n_envs,  # the constructor divides the total size by n_envs
+            buffer.observation_space,
+            buffer.action_space,
+            device=buffer.device,
+            n_envs=buffer.n_envs,
+            optimize_memory_usage=buffer.optimize_memory_usage,
+            handle_timeout_termination=buffer.handle_timeout_termination,
+        )
+    for name in STORAGE:
+        if hasattr(buffer, name):  # (no next_observations with optimize_memory_usage)
+            setattr(shared, name, getattr(buffer, name))
     return shared
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import inspect
 import io
+import os
 import pathlib
 import warnings
 import zipfile
@@ -28,6 +29,7 @@ from stable_baselines3.td3 import policies as sb3_td3_policies
 from sb3_ablation.common.buffers import FastReplayBuffer, sharing_storage
 from sb3_ablation.common.collection import LeanCollectionMixin
 from sb3_ablation.common.mixed_precision import SpeedModeMixin
+from sb3_ablation.common.saved_models import check_saved_algorithm
 from sb3_ablation.common.training_stats import TrainingStats, log_training
 from sb3_ablation.common.utils import UnsupportedActionSpaceError, check_keyword_arguments
 from sb3_ablation.common.zoo_budget import default_budget
@@ -65,14 +67,8 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
     highlighted_keywords: ClassVar[tuple[str, ...]] = ()
     # The shipped zoo config whose n_timesteps is learn()'s default budget (zoo_configs/<name>.yml)
     zoo_config: ClassVar[str] = "ablatable_td3"
-    def _budget(self, total_timesteps: int | None) -> int:
-        """``total_timesteps``, or the env's ``n_timesteps`` in the shipped zoo config when it is ``None`` (said once)."""
-        if total_timesteps is not None:
-            return total_timesteps
-        budget, env_id = default_budget(self.zoo_config, self.env)
-        if self.verbose >= 1:
-            print(f"learn(): total_timesteps={budget:,}, the n_timesteps of {env_id} in zoo_configs/{self.zoo_config}.yml")
-        return budget
+    # The algorithms whose saved models `load` takes (see sb3_ablation.common.saved_models.LOADERS)
+    loadable_algorithms: ClassVar[tuple[str, ...]] = ()
 
     policy: DDPGPolicy
     replay_buffer: ReplayBuffer  # set up by _setup_model (SB3 types it optional)
@@ -226,6 +222,20 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
             **replay_buffer_kwargs,
         )
 
+    def _budget(self, total_timesteps: int | None) -> int:
+        """
+        ``total_timesteps`` of ``learn()``, or when it is None the env's ``n_timesteps`` in the shipped zoo config
+        (printed with ``verbose >= 1``).
+
+        :raise TypeError: None, and the env has no ``n_timesteps`` there (the message names ``total_timesteps``)
+        """
+        if total_timesteps is not None:
+            return total_timesteps
+        budget, env_id = default_budget(self.zoo_config, self.env)
+        if self.verbose >= 1:
+            print(f"learn(): total_timesteps={budget}, the n_timesteps of {env_id} in zoo_configs/{self.zoo_config}.yml")
+        return budget
+
     def _create_aliases(self) -> None:
         self.actor = self.policy.actor
         self.actor_target = self.policy.actor_target
@@ -295,14 +305,18 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         """
         SB3's ``load``, for files written by this package or by SB3's TD3/DDPG, with SB3's keywords.
 
+        A missing file raises ``FileNotFoundError`` naming it; a model of another algorithm (say PPO's, or SB3's TD3
+        for DDPG) raises :class:`~sb3_ablation.common.saved_models.IncompatibleModelError` (a ``ValueError``) saying
+        what the file holds and what loads it; a file that is not a saved model, ``ValueError``.
+
         Keyword arguments change the loaded model as in SB3, except: ``policy_kwargs`` that build the same policy as
         the saved ones are accepted (those given at creation), other ones are refused; ``speed_mode`` cannot be
         switched on or off (a speed-mode model may be given another precision, ``"bfloat16"`` or ``"float32"``);
         subclasses check their own arguments (:meth:`_check_load_kwargs`).
         """
         data = read_saved_data(path, custom_objects)
+        cls._check_saved_model(data, path)
         kwargs = cls._check_load_kwargs(data, dict(kwargs))
-        cls._check_saved_policy_class(data, path)
         return super().load(
             path,
             env=env,
@@ -339,18 +353,22 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         return kwargs
 
     @classmethod
-    def _check_saved_policy_class(cls, data: dict[str, Any], path: Any) -> None:
+    def check_saved_model(
+        cls, path: str | pathlib.Path | io.BufferedIOBase, custom_objects: dict[str, Any] | None = None
+    ) -> None:
         """
-        Refuse, in one line, a file whose policy is one of this package's that this class does not build (a model of
-        another of its algorithms, whose networks have another layout); SB3's TD3 policies and a user's are accepted.
+        Check, without loading it, that :meth:`load` takes the model in ``path``.
+
+        :raise FileNotFoundError: no such file (SB3 also tries ``path`` + ``.zip``)
+        :raise IncompatibleModelError: a model of another algorithm (the message says which, and what loads it)
+        :raise ValueError: not a saved model
         """
-        saved = data.get("policy_class")
-        builds = (*cls.policy_aliases.values(), *SB3_TD3_POLICIES.values())
-        if isinstance(saved, type) and saved.__module__.startswith("sb3_ablation.") and saved not in builds:
-            raise ValueError(
-                f"{path} holds a model with the policy {saved.__module__}.{saved.__qualname__}, which {cls.__name__} "
-                "does not build: load it with the algorithm class that saved it"
-            )
+        cls._check_saved_model(read_saved_data(path, custom_objects), path)
+
+    @classmethod
+    def _check_saved_model(cls, data: dict[str, Any], path: Any) -> None:
+        """Refuse, in one line, a model that another algorithm saved (its networks and training differ)."""
+        check_saved_algorithm(data, path, cls.__name__, cls.loadable_algorithms)
 
     @classmethod
     def _comparable_policy_kwargs(cls, policy_kwargs: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
@@ -393,7 +411,15 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
 
 
 def read_saved_data(path: str | pathlib.Path | io.BufferedIOBase, custom_objects: dict[str, Any] | None = None) -> dict:
-    """The saved attributes (``data``) of an SB3 model file, read without its parameters."""
+    """
+    The saved attributes (``data``) of an SB3 model file, read without its parameters.
+
+    :raise FileNotFoundError: neither ``path`` nor ``path`` + ``.zip`` (which SB3's load tries next) is a file
+    :raise ValueError: the file is not a saved model
+    """
+    if isinstance(path, (str, os.PathLike)) and not os.path.isfile(path) and not os.path.isfile(f"{path}.zip"):
+        also = "" if str(path).endswith(".zip") else f" (nor {path}.zip)"
+        raise FileNotFoundError(f"no saved model at {path}: no such file{also}")
     file = open_path(path, "r", suffix="zip")
     position = file.tell()
     try:

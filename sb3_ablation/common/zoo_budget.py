@@ -1,53 +1,56 @@
 """The default training budget of ``learn()``: the env's ``n_timesteps`` in the shipped zoo config.
 
 rl-zoo's YAML files give every tuned env a budget; ``model.learn()`` without ``total_timesteps`` uses it, so that
-``AblatableTD3("MlpPolicy", "Pendulum-v1").learn()`` trains as ``sb3-ablation train`` would. An env without its own
-entry (the ``default`` entry is a template, not a budget) gets an error that names ``total_timesteps``.
+``AblatableTD3("MlpPolicy", "Pendulum-v1").learn()`` trains as long as ``sb3-ablation train`` would. The config is
+found and read by the zoo's own code (:mod:`sb3_ablation.zoo.hyperparams`, imported only when needed). An env
+without its own entry (the ``default`` entry is a template, not a budget) or without a registered id gets a
+``TypeError`` that names ``total_timesteps``, as a call without the argument got before.
 """
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
 from typing import Any
-
-import yaml
-
-
-def config_dir() -> Path:
-    """
-    :return: the folder holding the shipped zoo configs: ``sb3_ablation/zoo_configs`` inside an installed wheel,
-        ``zoo_configs/`` at the root of a source checkout (or an editable install).
-    """
-    package_dir = Path(__file__).resolve().parent.parent
-    installed = package_dir / "zoo_configs"
-    return installed if installed.is_dir() else package_dir.parent / "zoo_configs"
-
-
-@functools.cache
-def _entries(config: str) -> dict[str, Any]:
-    with open(config_dir() / f"{config}.yml") as file:
-        return yaml.safe_load(file) or {}
 
 
 def env_id_of(env: Any) -> str | None:
-    """The Gymnasium id of a (vectorized, wrapped) env's first env, ``None`` when it has no registered spec."""
+    """
+    The Gymnasium id of an env's (first) env: through a ``VecEnv`` and its wrappers (``VecNormalize``, ...) and the
+    Gymnasium wrappers (``Monitor``, ``TimeLimit``, ...); None when it has no registered spec.
+    """
     if env is None:
         return None
-    spec = env.get_attr("spec")[0] if hasattr(env, "get_attr") else getattr(env, "spec", None)
-    return getattr(spec, "id", None)
+    try:
+        spec = env.get_attr("spec", indices=[0])[0] if hasattr(env, "get_attr") else getattr(env, "spec", None)
+    except Exception:  # an env whose spec cannot be read has no id to look up
+        return None
+    env_id = getattr(spec, "id", None)
+    return env_id if isinstance(env_id, str) else None
+
+
+def _entries(config: str) -> dict[str, Any]:
+    """The entries of the shipped ``zoo_configs/<config>.yml``, read by the zoo's code."""
+    from sb3_ablation.zoo.hyperparams import config_entries
+
+    return config_entries(config)
 
 
 def default_budget(config: str, env: Any) -> tuple[int, str]:
     """
-    :param config: the zoo config's name (``ablatable_td3``, ``ddpg_scratch``)
+    :param config: the zoo config's name: ``ablatable_td3`` (AblatableTD3, BatchedTD3) or ``ddpg_scratch`` (DDPG)
     :param env: the model's env
     :return: the env's ``n_timesteps`` in ``zoo_configs/<config>.yml``, and the env id
-    :raise TypeError: the env has no entry there (or no id), naming ``total_timesteps``
+    :raise TypeError: the env has no entry there, or no registered id; the message names ``total_timesteps``
     """
     env_id = env_id_of(env)
-    entry = _entries(config).get(env_id) if env_id and env_id != "default" else None
-    if not entry or "n_timesteps" not in entry:
-        what = f"{env_id} has no n_timesteps in zoo_configs/{config}.yml" if env_id else "the env has no registered id"
-        raise TypeError(f"learn() needs total_timesteps: {what}; pass learn(total_timesteps=...)")
-    return int(float(entry["n_timesteps"])), env_id  # type: ignore[return-value]
+    if env_id is None:
+        what = "the model has no env" if env is None else "the env has no registered id (no gymnasium spec)"
+        raise TypeError(
+            f"learn() needs total_timesteps: {what}, so zoo_configs/{config}.yml has no n_timesteps for it; "
+            "pass learn(total_timesteps=...)"
+        )
+    from sb3_ablation.zoo.hyperparams import ZooConfigError, zoo_budget
+
+    try:
+        return zoo_budget(config, env_id, _entries(config)), env_id
+    except ZooConfigError as error:
+        raise TypeError(f"learn() needs total_timesteps: {error}; pass learn(total_timesteps=...)") from None

@@ -60,6 +60,8 @@ class DDPG(OffPolicyActorCritic):
     # Written into policy_kwargs unless given, as SB3's DDPG does (its policy is TD3's, with two critics by default)
     policy_kwargs_defaults: ClassVar[dict[str, Any]] = {"n_critics": 1}
     zoo_config: ClassVar[str] = "ddpg_scratch"
+    # Files of this DDPG and of SB3's (not SB3's TD3 nor AblatableTD3: their critics and updates differ)
+    loadable_algorithms: ClassVar[tuple[str, ...]] = ("DDPG",)
     policy: DDPGPolicy
     actor_target: Actor  # DDPG always has its target networks
     critic_target: Critic
@@ -172,11 +174,3 @@ class DDPG(OffPolicyActorCritic):
             reset_num_timesteps=reset_num_timesteps,
             progress_bar=progress_bar,
         )
-
-    @classmethod
-    def _check_load_kwargs(cls, data: dict[str, Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-        if "switches" in data:
-            raise ValueError(
-                f"this model was saved by AblatableTD3 (switches {data['switches']}): load it with AblatableTD3.load"
-            )
-        return super()._check_load_kwargs(data, kwargs)

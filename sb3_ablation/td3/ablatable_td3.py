@@ -138,6 +138,8 @@ class AblatableTD3(OffPolicyActorCritic):
         "CnnPolicy": CnnPolicy,
         "MultiInputPolicy": MultiInputPolicy,
     }
+    # Its own files and SB3's TD3's (not DDPG's, SB3's or ours, nor BatchedTD3's stacked agents)
+    loadable_algorithms: ClassVar[tuple[str, ...]] = ("AblatableTD3", "TD3")
     # The policy arguments that only the switches set (those SB3's policy lacks; n_critics is also the user's)
     implied_policy_arguments = (
         *OffPolicyActorCritic.implied_policy_arguments,

@@ -1,4 +1,8 @@
-"""rl_zoo3's ExperimentManager with the few hooks this package needs; everything else is rl_zoo3's own code."""
+"""rl_zoo3's ExperimentManager with the few hooks this package needs; everything else is rl_zoo3's own code.
+
+The hooks override public methods only (``read_hyperparameters``, ``setup_experiment``, ``create_envs``,
+``hyperparameters_optimization``) and read the manager's public attributes.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,12 @@ import shutil
 import warnings
 from typing import Any
 
+import gymnasium as gym
 import optuna
-from rl_zoo3.exp_manager import ExperimentManager
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_ablation.zoo.adapter import ZooExperimentManager
 from sb3_ablation.zoo.export import ZOO_ENTRY_ATTR, optuna_storage, to_zoo_entry
 from sb3_ablation.zoo.hyperparams import (
     ALGOS,
@@ -21,19 +26,22 @@ from sb3_ablation.zoo.hyperparams import (
     default_config_file,
     drop_null_noise,
     entry_name,
+    missing_dependency_message,
     read_entry,
 )
 
 
-class AblationExperimentManager(ExperimentManager):
+class AblationExperimentManager(ZooExperimentManager):
     """
-    rl_zoo3's :class:`~rl_zoo3.exp_manager.ExperimentManager` (same arguments), which additionally:
+    rl_zoo3's ExperimentManager (same arguments; through :class:`~sb3_ablation.zoo.adapter.ZooExperimentManager`, with
+    its ``write_files`` and ``model_hyperparams``), which additionally:
 
     - reads ``zoo_configs/<algo>.yml`` for our algorithms when no ``--conf-file`` is given;
     - checks the hyperparameters against the algorithm before anything is created (unknown key with the closest
       valid one, wrong value type, each naming the file and entry or ``--hyperparams``);
     - turns a failure while setting up the experiment into one :class:`ZooConfigError` line and removes the run
-      folder it had created, so no half-written run is left in the log folder;
+      folder it had created, so no half-written run is left in the log folder; an env that cannot be made is named
+      as the cause (with its ``env_kwargs``), not the config;
     - accepts ``noise_type: null`` (no action noise), as an exported "no noise" trial has it;
     - saves the untuned zoo entry in the Optuna study, for exporting the best trial as a complete entry later.
     """
@@ -61,12 +69,25 @@ class AblationExperimentManager(ExperimentManager):
         if self.n_timesteps <= 0 and "n_timesteps" not in hyperparams:
             raise ZooConfigError(f"{self.config_source}: missing hyperparameter 'n_timesteps' (or pass -n)")
         self.zoo_entry = dict(saved_hyperparams)
-        return hyperparams, saved_hyperparams
+        # `noise_type: null` is no action noise: without the keys (the saved config keeps them)
+        return drop_null_noise(hyperparams), saved_hyperparams
 
-    def _preprocess_action_noise(
-        self, hyperparams: dict[str, Any], saved_hyperparams: dict[str, Any], env: VecEnv
-    ) -> dict[str, Any]:
-        return super()._preprocess_action_noise(drop_null_noise(hyperparams), saved_hyperparams, env)
+    def create_envs(self, n_envs: int, eval_env: bool = False, no_log: bool = False) -> VecEnv:
+        try:
+            return super().create_envs(n_envs, eval_env=eval_env, no_log=no_log)
+        except gym.error.DependencyNotInstalled as error:
+            raise ZooConfigError(missing_dependency_message(self.env_id, error)) from error
+        except ZooConfigError:
+            raise
+        except Exception as error:
+            if self.verbose >= 2:
+                raise
+            kwargs = self.eval_env_kwargs if eval_env else self.env_kwargs
+            with_kwargs = f" with env_kwargs={kwargs}" if kwargs else ""
+            raise ZooConfigError(
+                f"could not make the {'evaluation' if eval_env else 'training'} env {self.env_id}{with_kwargs}: "
+                f"{type(error).__name__}: {error} (--verbose 2 shows the traceback)"
+            ) from error
 
     def setup_experiment(self) -> tuple[BaseAlgorithm, dict[str, Any]] | None:
         try:

@@ -12,7 +12,6 @@ trial's parameters on top. Writing it replaces only that environment's entry of 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -21,10 +20,10 @@ from typing import Any
 import optuna
 import optuna.storages.journal
 import yaml
-from rl_zoo3.hyperparams_opt import HYPERPARAMS_CONVERTER
 from torch import nn
 
 from sb3_ablation.common.io import write_text_atomic
+from sb3_ablation.zoo.adapter import OneLineArgumentParser, convert_trial_params, evaluate_config_value
 from sb3_ablation.zoo.hyperparams import (
     ZooConfigError,
     check_algo,
@@ -97,11 +96,9 @@ def to_zoo_entry(hyperparams: dict[str, Any]) -> dict[str, Any]:
 
 def _merge_policy_kwargs(base: Any, tuned: Any) -> Any:
     """The tuned network size on top of the config's other policy arguments (activation function, ...)."""
-    from rl_zoo3 import exp_manager
-
     if tuned is None:
         return base
-    base = eval(base, vars(exp_manager)) if isinstance(base, str) else dict(base or {})
+    base = evaluate_config_value(base) if isinstance(base, str) else dict(base or {})
     return {**base, **tuned}
 
 
@@ -134,7 +131,7 @@ def best_trial_entry(
     base = study.user_attrs.get(ZOO_ENTRY_ATTR)
     if base is None or conf_file is not None:
         base = load_hyperparams(algo, env_id, conf_file=conf_file)
-    tuned = HYPERPARAMS_CONVERTER[algo](dict(trial.params))
+    tuned = convert_trial_params(algo, trial.params)
     entry = dict(base)
     if tuned.get("noise_type", "") is None:
         # "no action noise" is the absence of both keys in rl-zoo's format
@@ -193,7 +190,7 @@ def export_best(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m sb3_ablation.zoo.export``: see the module docstring."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineArgumentParser(
         prog="sb3-ablation export", description="Write the best trial of an Optuna study as a zoo-format YAML entry."
     )
     parser.add_argument("--algo", required=True, help="algorithm the study tuned, e.g. ablatable_td3")

@@ -2,19 +2,18 @@
 
 The YAML files follow rl-baselines3-zoo's format (one entry per environment id plus ``default``). Loading and
 preprocessing (schedules, ``policy_kwargs`` strings, action noise, wrappers, normalisation) are delegated to
-:class:`rl_zoo3.exp_manager.ExperimentManager` so a config means exactly what it means to ``rl_zoo3.train``.
+rl_zoo3's ExperimentManager (through :mod:`sb3_ablation.zoo.adapter`) so a config means exactly what it means to
+``rl_zoo3.train``.
 On top of that, :func:`check_hyperparams` rejects keys the algorithm does not take and values of the wrong type
 with one message naming the key, the closest valid key and the file, before anything is built.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
 import difflib
 import inspect
-import io
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,15 +21,13 @@ from types import NoneType
 from typing import Any
 
 import gymnasium as gym
-import rl_zoo3.exp_manager
 import stable_baselines3 as sb3
 import yaml
-from rl_zoo3.exp_manager import ExperimentManager
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.noise import ActionNoise
 
 from sb3_ablation import DDPG, AblatableTD3
-from sb3_ablation.common.zoo_budget import config_dir
+from sb3_ablation.zoo import adapter
 
 #: rl_zoo3 names of the algorithms the zoo integration knows: ours and SB3's own, which keep their meaning.
 ALGOS: dict[str, type[BaseAlgorithm]] = {
@@ -103,6 +100,16 @@ def closest(name: str, candidates: Iterable[str]) -> str:
     return f"; did you mean {matches[0]!r}?" if matches else ""
 
 
+def config_dir() -> Path:
+    """
+    :return: the folder holding the shipped zoo configs: ``sb3_ablation/zoo_configs`` inside an installed wheel,
+        ``zoo_configs/`` at the root of a source checkout (or an editable install).
+    """
+    package_dir = Path(__file__).resolve().parent.parent
+    installed = package_dir / "zoo_configs"
+    return installed if installed.is_dir() else package_dir.parent / "zoo_configs"
+
+
 def default_config_file(algo: str) -> str:
     """
     :param algo: rl_zoo3 algorithm name
@@ -111,24 +118,19 @@ def default_config_file(algo: str) -> str:
     """
     if algo in OWN_ALGOS:
         return str(config_dir() / f"{algo}.yml")
-    zoo_package = Path(rl_zoo3.exp_manager.__file__).parent
-    root = zoo_package if (zoo_package / "hyperparams").is_dir() else zoo_package.parent
-    return str(root / "hyperparams" / f"{algo}.yml")
+    return adapter.zoo_default_config(algo)
 
 
 def check_algo(algo: str) -> None:
     """:raise ZooConfigError: when ``algo`` is not an rl_zoo3 algorithm (ours registered or not)."""
-    from rl_zoo3.utils import ALGOS as ZOO_ALGOS
-
-    known = sorted(set(ZOO_ALGOS) | set(ALGOS))
+    known = sorted(set(adapter.zoo_algorithm_names()) | set(ALGOS))
     if algo not in known:
         raise ZooConfigError(f"unknown algorithm {algo!r}{closest(algo, known)} (expected one of {', '.join(known)})")
 
 
 def check_env_id(env_id: str) -> None:
     """:raise ZooConfigError: when ``env_id`` is not registered with Gymnasium, naming the closest registered id."""
-    import rl_zoo3.import_envs  # noqa: F401  (registers rl_zoo3's custom environments)
-
+    adapter.register_zoo_envs()
     if env_id not in gym.envs.registry:
         raise ZooConfigError(f"unknown environment {env_id!r}{closest(env_id, gym.envs.registry.keys())}")
 
@@ -145,23 +147,41 @@ def check_action_space(algo: str, env_id: str, env_kwargs: dict[str, Any] | None
     :param algo: the algorithm
     :param env_id: a registered Gymnasium env id
     :param env_kwargs: the env's keyword arguments (``--env-kwargs``)
-    :raise ZooConfigError: ``algo`` needs continuous actions and the env's are not a ``Box``
+    :raise ZooConfigError: the env needs a simulator that is not installed (whatever the algorithm), or ``algo``
+        needs continuous actions and the env's are not a ``Box``
     """
-    if algo not in CONTINUOUS_ONLY:
-        return
     try:
         env = gym.make(env_id, **(env_kwargs or {}))
+    except gym.error.DependencyNotInstalled as error:
+        raise ZooConfigError(missing_dependency_message(env_id, error)) from None
     except Exception:  # e.g. a bad env_kwarg: the run's own set-up reports it, with its context
         return
     try:
         space = env.action_space
     finally:
         env.close()
-    if not isinstance(space, gym.spaces.Box):
+    if algo in CONTINUOUS_ONLY and not isinstance(space, gym.spaces.Box):
         raise ZooConfigError(
             f"{algo} needs continuous (Box) actions, but {env_id} has {space}; "
             "pick a continuous-action env, e.g. Pendulum-v1 or LunarLanderContinuous-v3"
         )
+
+
+#: Simulators that an extra of this package installs: the start of an env's entry point -> (name, extra).
+SIMULATOR_EXTRAS = {"gymnasium.envs.mujoco": ("MuJoCo", "mujoco"), "gymnasium.envs.box2d": ("Box2D", "box2d")}
+
+
+def missing_dependency_message(env_id: str, error: Exception) -> str:
+    """
+    :return: what ``env_id`` needs and how to install it (for an env that cannot be made because a library is
+        missing), with Gymnasium's own message
+    """
+    entry_point = str(getattr(gym.envs.registry.get(env_id), "entry_point", ""))
+    for prefix, (name, extra) in SIMULATOR_EXTRAS.items():
+        if entry_point.startswith(prefix):
+            install = f"pip install 'sb3-ablation[{extra}]'" if extra == "mujoco" else f"pip install 'gymnasium[{extra}]'"
+            return f"{env_id} needs {name}, which is not installed: {install} (gymnasium: {error})"
+    return f"{env_id} cannot be made: {error}"
 
 
 def entry_name(conf_file: str, env_id: str) -> str:
@@ -181,7 +201,7 @@ def entry_name(conf_file: str, env_id: str) -> str:
 def _evaluate(key: str, text: str, where: str) -> Any:
     """Evaluate a Python-expression value the way rl_zoo3 does (in its ExperimentManager's namespace)."""
     try:
-        return eval(text, vars(rl_zoo3.exp_manager))
+        return adapter.evaluate_config_value(text)
     except Exception as error:
         raise ZooConfigError(f"{where}: {key}: could not evaluate {text!r} ({type(error).__name__}: {error})") from None
 
@@ -269,19 +289,6 @@ def _check_value(key: str, value: Any, where: str) -> None:
         raise ZooConfigError(f"{where}: train_freq must be an integer or [n, 'step' | 'episode'], got {value!r}")
 
 
-def _quiet_manager(algo: str, env_id: str, overrides: dict[str, Any] | None, conf_file: str) -> ExperimentManager:
-    """An rl_zoo3 ExperimentManager used only to read and preprocess hyperparameters (it creates no folder)."""
-    return ExperimentManager(
-        argparse.Namespace(),
-        algo,
-        env_id,
-        log_folder=os.devnull,
-        hyperparams=copy.deepcopy(overrides),
-        config=conf_file,
-        verbose=0,
-    )
-
-
 def read_entry(
     algo: str, env_id: str, overrides: dict[str, Any] | None = None, conf_file: str | None = None
 ) -> dict[str, Any]:
@@ -294,10 +301,8 @@ def read_entry(
     conf_file = conf_file or default_config_file(algo)
     if conf_file.endswith((".yml", ".yaml", ".py")) and not os.path.isfile(conf_file):
         raise ZooConfigError(f"config file {conf_file} not found")
-    manager = _quiet_manager(algo, env_id, overrides, conf_file)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):  # rl_zoo3 prints the entry; the caller decides what to show
-            hyperparams, _ = manager.read_hyperparameters()
+        hyperparams = adapter.read_zoo_entry(algo, env_id, overrides, conf_file)
     except yaml.YAMLError as error:
         raise ZooConfigError(f"{conf_file}: not valid YAML ({error})".replace("\n", " ")) from None
     except ValueError as error:  # "Hyperparameters not found for ..."
@@ -307,6 +312,44 @@ def read_entry(
     if not isinstance(hyperparams, dict):
         raise ZooConfigError(f"{conf_file} [{entry_name(conf_file, env_id)}]: expected a mapping of hyperparameters")
     return dict(hyperparams)
+
+
+def config_entries(algo: str, conf_file: str | None = None) -> dict[str, Any]:
+    """
+    The entries of a YAML zoo config (env id -> hyperparameters), read as rl_zoo3 reads the file.
+
+    :param algo: the algorithm, for its default config
+    :param conf_file: the YAML file (default: the config of ``algo``, e.g. ``zoo_configs/ablatable_td3.yml``)
+    :raise ZooConfigError: a missing or unreadable file, or one that is not a mapping
+    """
+    conf_file = conf_file or default_config_file(algo)
+    try:
+        entries = yaml.safe_load(Path(conf_file).read_text()) or {}
+    except OSError as error:
+        raise ZooConfigError(f"config file {conf_file}: not readable ({error})") from None
+    except yaml.YAMLError as error:
+        raise ZooConfigError(f"{conf_file}: not valid YAML ({error})".replace("\n", " ")) from None
+    if not isinstance(entries, dict):
+        raise ZooConfigError(f"{conf_file}: not a zoo config (a mapping of environment ids)")
+    return entries
+
+
+def zoo_budget(algo: str, env_id: str, entries: dict[str, Any] | None = None) -> int:
+    """
+    The training budget that ``algo``'s shipped config gives ``env_id``: the ``n_timesteps`` of its own entry (the
+    ``default`` entry is a template for other envs, not a budget for this one).
+
+    :param algo: ``ablatable_td3`` or ``ddpg_scratch`` (or another of :data:`ALGOS`)
+    :param env_id: the env id
+    :param entries: the config's entries (default: :func:`config_entries` of ``algo``)
+    :raise ZooConfigError: ``env_id`` has no entry with ``n_timesteps`` there
+    """
+    entries = config_entries(algo) if entries is None else entries
+    entry = entries.get(env_id) if env_id != "default" else None
+    if not isinstance(entry, dict) or "n_timesteps" not in entry:
+        shown = f"zoo_configs/{algo}.yml" if algo in OWN_ALGOS else default_config_file(algo)
+        raise ZooConfigError(f"{env_id} has no n_timesteps in {shown}")
+    return int(float(entry["n_timesteps"]))  # YAML's 1e6 is a float (rl_zoo3 takes int() of it)
 
 
 def load_hyperparams(
@@ -332,61 +375,44 @@ def load_hyperparams(
     return hyperparams
 
 
-def _preprocessor() -> ExperimentManager:
-    """
-    An ExperimentManager holding just the state that its ``_preprocess_hyperparams`` and ``_preprocess_action_noise``
-    read and write (no environment id, log folder or command line needed).
-    """
-    # Built without its __init__, which needs an algorithm, a registered environment id and a log folder to scan,
-    # none of which the preprocessing reads; rl_zoo3 has the preprocessing only as ExperimentManager methods
-    manager = ExperimentManager.__new__(ExperimentManager)
-    manager.verbose = 0
-    manager.n_timesteps = 0
-    manager.optimize_hyperparameters = False
-    manager.n_evaluations = 1  # rl_zoo3's default (read only when optimizing)
-    manager.n_actions = 0
-    manager.normalize = False
-    manager.normalize_kwargs = {}
-    manager.env_kwargs = {}
-    manager.monitor_kwargs = {}
-    manager.frame_stack = None
-    manager.specified_callbacks = []
-    return manager
-
-
-def split_hyperparams(hyperparams: dict[str, Any], env: Any) -> tuple[dict[str, Any], int, dict[str, Any]]:
+def split_hyperparams(
+    hyperparams: dict[str, Any], env: Any, env_id: str | None = None
+) -> tuple[dict[str, Any], int, dict[str, Any]]:
     """
     Turn a zoo entry into constructor arguments, the training budget and the environment settings, with rl_zoo3's
     own preprocessing (schedules, ``policy_kwargs`` strings, action noise objects, wrappers, callbacks).
 
     :param hyperparams: a zoo entry, e.g. from :func:`load_hyperparams` (not modified)
     :param env: the (vectorized) environment, or anything with its ``action_space`` (to size the action noise)
+    :param env_id: the env's id (default: the id of ``env``'s spec, if it has one; the preprocessing does not read it)
     :return: ``(model_kwargs, n_timesteps, env_settings)``; ``model_kwargs`` include ``policy`` and go to the
         constructor with ``env``; ``env_settings`` has ``n_envs``, ``normalize``, ``normalize_kwargs``,
         ``env_wrapper`` and ``vec_env_wrapper`` (callables or None), ``frame_stack``, ``env_kwargs``,
         ``monitor_kwargs`` and ``callbacks`` (callback instances), with rl_zoo3's defaults filled in
     :raise ZooConfigError: when ``n_timesteps`` is missing
     """
+    from sb3_ablation.common.zoo_budget import env_id_of
+
     if "n_timesteps" not in hyperparams:
         raise ZooConfigError("missing hyperparameter 'n_timesteps'")
-    manager = _preprocessor()
-    hyperparams = copy.deepcopy(hyperparams)
-    with contextlib.redirect_stdout(io.StringIO()):
-        model_kwargs, env_wrapper, callbacks, vec_env_wrapper = manager._preprocess_hyperparams(hyperparams)
-        model_kwargs = manager._preprocess_action_noise(drop_null_noise(model_kwargs), {}, env)
+    env_id = env_id or env_id_of(env)
+    registered = env_id if env_id is not None and env_id in gym.envs.registry else None
+    model_kwargs, n_timesteps, settings = adapter.preprocess_hyperparams(
+        drop_null_noise(copy.deepcopy(hyperparams)), env, registered
+    )
     env_settings = copy.deepcopy(ENV_SETTING_DEFAULTS)
     env_settings.update(
-        n_envs=manager.n_envs,
-        normalize=bool(manager.normalize),
-        normalize_kwargs=manager.normalize_kwargs,
-        env_wrapper=env_wrapper,
-        vec_env_wrapper=vec_env_wrapper,
-        frame_stack=manager.frame_stack,
-        env_kwargs=manager.env_kwargs or {},
-        monitor_kwargs=manager.monitor_kwargs or {},
-        callbacks=callbacks,
+        n_envs=settings["n_envs"],
+        normalize=bool(settings["normalize"]),
+        normalize_kwargs=settings["normalize_kwargs"],
+        env_wrapper=settings["env_wrapper"],
+        vec_env_wrapper=settings["vec_env_wrapper"],
+        frame_stack=settings["frame_stack"],
+        env_kwargs=settings["env_kwargs"] or {},
+        monitor_kwargs=settings["monitor_kwargs"] or {},
+        callbacks=settings["callbacks"],
     )
-    return model_kwargs, int(manager.n_timesteps), env_settings
+    return model_kwargs, n_timesteps, env_settings
 
 
 def drop_null_noise(hyperparams: dict[str, Any]) -> dict[str, Any]:

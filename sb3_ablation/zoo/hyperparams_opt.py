@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import optuna
-from rl_zoo3.hyperparams_opt import convert_offpolicy_params, sample_td3_params
+
+from sb3_ablation.zoo.adapter import convert_offpolicy_params, sample_td3_params
 
 #: Replay buffer sizes tried (categorical: they span orders of magnitude and must stay integers).
 BUFFER_SIZES = [10_000, 100_000, 1_000_000]

@@ -6,7 +6,6 @@ it needs ``moviepy`` and an environment that renders ``rgb_array`` frames.
 
 from __future__ import annotations
 
-import runpy
 import sys
 
 PROG = "sb3-ablation record-video"
@@ -26,13 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             raise ZooConfigError("record-video needs moviepy, which is not installed: pip install moviepy") from None
 
-    return run_trained_model_command(
-        PROG,
-        sys.argv[1:] if argv is None else list(argv),
-        # rl_zoo3 ships record_video as a script (its code runs under `if __name__ == "__main__"`)
-        lambda: runpy.run_module("rl_zoo3.record_video", run_name="__main__"),
-        check=check_moviepy,
-    )
+    return run_trained_model_command(PROG, "record_video", sys.argv[1:] if argv is None else list(argv), check=check_moviepy)
 
 
 if __name__ == "__main__":

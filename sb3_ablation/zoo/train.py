@@ -1,8 +1,12 @@
 """``sb3-ablation train`` / ``python -m sb3_ablation train``: rl_zoo3's ``train`` with our algorithms registered.
 
 Every rl_zoo3 flag works as documented by rl-baselines3-zoo (``--algo``, ``--env``, ``-f``, ``--hyperparams``,
-``--conf-file``, ``-optimize``, ``--n-trials``, ``--sampler``, ``--pruner``, ``--storage``, ...). Added here:
+``--conf-file``, ``-optimize``, ``--n-trials``, ``--sampler``, ``--pruner``, ``--storage``, ...): the parser is built
+from rl_zoo3's own options, and the run is rl_zoo3's (its ``train()`` body, :func:`sb3_ablation.zoo.adapter.run_train`,
+with our experiment manager). Different here:
 
+- ``--num-threads`` defaults to 1 (rl_zoo3: -1, PyTorch's choice): one thread is the fastest for these small networks
+  on a CPU, as in the study's workers; ``--num-threads -1`` gives PyTorch's choice back.
 - ``--tune-switches [SWITCH ...]``: with ``-optimize``, tune these component switches of ``ablatable_td3`` (all six
   when none is named) as categorical parameters; by default they are held at the config's values.
 - ``--export-best FILE``: with ``-optimize``, where the best trial is written as a zoo YAML entry
@@ -10,26 +14,37 @@ Every rl_zoo3 flag works as documented by rl-baselines3-zoo (``--algo``, ``--env
 - ``-optimize`` stores its study in SQLite by default (``<log folder>/<algo>/optuna.db``, study ``<algo>_<env>``),
   so a second run adds trials to the same study; ``--storage`` takes any Optuna RDB URL or a ``.log`` journal file.
 
-Bad input (unknown algorithm, environment, switch or hyperparameter, a value of the wrong type, an unreadable config)
-ends with one ``error:`` line naming the culprit and exit status 2, and no run folder is left behind.
+Bad input (unknown algorithm, environment, switch or hyperparameter, a value of the wrong type, an unreadable config,
+a trained agent of another algorithm, ``--track`` without wandb, ``-tb`` without tensorboard, ``--device cuda``
+without CUDA, an env whose simulator is not installed) ends with one ``error:`` line naming the culprit and exit
+status 2, and no run folder is left behind. A run that would not train (a budget at or below ``learning_starts``) or
+not evaluate (``--eval-freq`` beyond the budget) starts with a one-line warning.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
+import inspect
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sb3_ablation.cli import one_line_usage_errors
+
 PROG = "sb3-ablation train"
+DESCRIPTION = "Train (or tune with -optimize) an agent with rl_zoo3; ablatable_td3 and ddpg_scratch added."
+NUM_THREADS_HELP = (
+    "Number of threads for PyTorch (default: 1, the fastest for these small networks on a CPU, as in the study's "
+    "workers; -1: PyTorch's own choice, rl_zoo3's default)"
+)
+
+__all__ = ["check_budget", "main", "one_line_usage_errors", "parse_key_values", "run_command"]
 
 
-def _own_parser() -> argparse.ArgumentParser:
+def _add_own_options(parser: argparse.ArgumentParser) -> None:
     """The options this package adds to rl_zoo3's ``train``."""
-    parser = argparse.ArgumentParser(prog=PROG, add_help=False, allow_abbrev=False)
     group = parser.add_argument_group("sb3-ablation options (in addition to rl_zoo3's)")
     group.add_argument(
         "--tune-switches",
@@ -45,25 +60,19 @@ def _own_parser() -> argparse.ArgumentParser:
         default=None,
         help="with -optimize: zoo YAML file the best trial is written to (default: <log folder>/<algo>/best_<env>.yml)",
     )
-    return parser
 
 
-def _peek_parser() -> argparse.ArgumentParser:
-    """The rl_zoo3 ``train`` options read here before handing over (same names and defaults as rl_zoo3's)."""
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--algo", default="ppo")
-    parser.add_argument("--env", default="CartPole-v1")
-    parser.add_argument("-f", "--log-folder", default="logs")
-    parser.add_argument("-n", "--n-timesteps", type=int, default=None)
-    parser.add_argument("-conf", "--conf-file", default=None)
-    parser.add_argument("-params", "--hyperparams", nargs="+", default=None)
-    parser.add_argument("--env-kwargs", nargs="+", default=None)
-    parser.add_argument("--eval-env-kwargs", nargs="+", default=None)
-    parser.add_argument("--gym-packages", nargs="+", default=[])
-    parser.add_argument("-i", "--trained-agent", default="")
-    parser.add_argument("-optimize", "--optimize-hyperparameters", action="store_true")
-    parser.add_argument("--storage", default=None)
-    parser.add_argument("--study-name", default=None)
+def train_parser() -> argparse.ArgumentParser:
+    """rl_zoo3's ``train`` options (with our ``--num-threads`` default) and ours, with one-line usage errors."""
+    from sb3_ablation.zoo.adapter import command_parser
+
+    changes: dict[str, dict[str, Any]] = {
+        "algo": {"choices": None},  # checked by check_algo, which names the closest algorithm
+        "n_timesteps": {"default": None},  # given or not (rl_zoo3's -1 means "the config's")
+        "num_threads": {"default": 1, "help": NUM_THREADS_HELP},
+    }
+    parser = command_parser("train", PROG, DESCRIPTION, changes)
+    _add_own_options(parser)
     return parser
 
 
@@ -73,8 +82,7 @@ def parse_key_values(flag: str, items: list[str] | None) -> dict[str, Any]:
 
     :raise ZooConfigError: naming the item that is not ``key:value`` or whose value is not a Python expression
     """
-    from rl_zoo3 import utils
-
+    from sb3_ablation.zoo.adapter import evaluate_command_line_value
     from sb3_ablation.zoo.hyperparams import ZooConfigError
 
     parsed: dict[str, Any] = {}
@@ -83,7 +91,7 @@ def parse_key_values(flag: str, items: list[str] | None) -> dict[str, Any]:
         if not separator or not key:
             raise ZooConfigError(f"{flag} {item!r}: expected key:value, e.g. clipped_double_q:False")
         try:
-            parsed[key] = eval(value, vars(utils))
+            parsed[key] = evaluate_command_line_value(value)
         except Exception as error:
             raise ZooConfigError(
                 f"{flag} {item!r}: could not evaluate {value!r} ({type(error).__name__}: {error}); "
@@ -100,29 +108,187 @@ def check_budget(flag: str, value: int | None) -> None:
         raise ZooConfigError(f"{flag} {value}: expected a positive number of timesteps")
 
 
-def _one_line_error(parser: argparse.ArgumentParser, message: str) -> None:
-    """``ArgumentParser.error`` without the usage block: one line, exit status 2."""
-    parser.exit(2, f"{parser.prog}: error: {message} (see --help)\n")
+def check_device(device: str) -> None:
+    """
+    :raise ZooConfigError: ``--device`` asks for a CUDA device that this machine does not have (SB3 would run on the
+        CPU without a word), or is not a device at all
+    """
+    import torch as th
 
+    from sb3_ablation.zoo.hyperparams import ZooConfigError
 
-@contextlib.contextmanager
-def one_line_usage_errors() -> Iterator[None]:
-    """Inside, every argparse parser (ours and rl_zoo3's) reports a usage error on one line."""
-    # A patch of argparse's class for the command's duration: rl_zoo3 builds its parsers inside its functions, with
-    # no way to pass a parser class or an error handler
-    with patched(argparse.ArgumentParser, "error", _one_line_error):
-        yield
-
-
-@contextlib.contextmanager
-def patched(target: Any, name: str, value: Any) -> Iterator[None]:
-    """Temporarily replace ``target.name`` (restored afterwards, also on error)."""
-    original = getattr(target, name)
-    setattr(target, name, value)
+    if device == "auto":
+        return
     try:
-        yield
-    finally:
-        setattr(target, name, original)
+        requested = th.device(device)
+    except (RuntimeError, ValueError) as error:
+        raise ZooConfigError(f"--device {device}: not a PyTorch device ({error})") from None
+    if requested.type == "cuda" and not th.cuda.is_available():
+        raise ZooConfigError(
+            f"--device {device}: CUDA is not available here (PyTorch {th.__version__}); "
+            "use --device cpu, or auto for the GPU when there is one"
+        )
+    if requested.type == "cuda" and requested.index is not None and requested.index >= th.cuda.device_count():
+        raise ZooConfigError(f"--device {device}: this machine has {th.cuda.device_count()} CUDA device(s)")
+
+
+def check_installed(module: str, what: str, install: str) -> None:
+    """:raise ZooConfigError: ``module`` cannot be imported; the message says what needs it and how to install it"""
+    from sb3_ablation.zoo.hyperparams import ZooConfigError
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise ZooConfigError(f"{what} needs {module}, which is not installed: {install}") from None
+
+
+def check_trained_agent(algo: str, path: str) -> None:
+    """:raise ZooConfigError: ``path`` is not a model file that ``algo`` continues from (missing, or another algorithm)"""
+    from sb3_ablation.common.saved_models import IncompatibleModelError
+    from sb3_ablation.zoo.hyperparams import ALGOS, OWN_ALGOS, ZooConfigError
+
+    if not (path.endswith(".zip") and Path(path).is_file()):
+        raise ZooConfigError(f"--trained-agent {path}: expected an existing .zip file")
+    if algo in OWN_ALGOS:
+        try:
+            ALGOS[algo].check_saved_model(path)  # type: ignore[attr-defined]
+        except IncompatibleModelError as error:
+            other = f": use --algo {error.saved.zoo_algos[0]}" if error.saved.zoo_algos else ""
+            raise ZooConfigError(
+                f"--trained-agent {path} holds {error.saved.describe()}, which {algo} does not load{other}"
+            ) from None
+        except ValueError as error:
+            raise ZooConfigError(f"--trained-agent {error}") from None
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Check what rl_zoo3 would only fail on with a traceback (or not at all) before anything runs or is written."""
+    from sb3_ablation.zoo.hyperparams import ZooConfigError, check_action_space, check_algo, check_env_id
+
+    for module in args.gym_packages:
+        importlib.import_module(module)
+    check_algo(args.algo)
+    check_env_id(args.env)
+    check_budget("-n", args.n_timesteps)
+    check_device(args.device)
+    if args.track:
+        check_installed("wandb", "--track (Weights & Biases)", "pip install wandb")
+    if args.track or args.tensorboard_log:
+        check_installed(
+            "tensorboard", "-tb (TensorBoard logs)", "pip install tensorboard (or pip install 'sb3-ablation[tensorboard]')"
+        )
+    parse_key_values("--hyperparams", args.hyperparams)
+    env_kwargs = parse_key_values("--env-kwargs", args.env_kwargs)
+    parse_key_values("--eval-env-kwargs", args.eval_env_kwargs)
+    check_action_space(args.algo, args.env, env_kwargs)
+    conf = args.conf_file
+    if conf is not None and conf.endswith((".yml", ".yaml", ".py")) and not Path(conf).is_file():
+        raise ZooConfigError(f"--conf-file {conf}: file not found")
+    if args.trained_agent:
+        check_trained_agent(args.algo, args.trained_agent)
+    if args.tune_switches is not None:
+        if args.algo != "ablatable_td3":
+            raise ZooConfigError(f"--tune-switches: only ablatable_td3 has component switches, not {args.algo}")
+        if not args.optimize_hyperparameters:
+            raise ZooConfigError("--tune-switches only applies with -optimize")
+    if args.export_best is not None and not args.optimize_hyperparameters:
+        raise ZooConfigError(
+            "--export-best only applies with -optimize (use `python -m sb3_ablation.zoo.export` for a stored study)"
+        )
+
+
+def _optimization_defaults(args: argparse.Namespace) -> None:
+    """SQLite storage and a fixed study name by default, so that studies persist and a second run extends them."""
+    if args.storage is None:
+        database = (Path(args.log_folder) / args.algo / "optuna.db").resolve()
+        args.storage = f"sqlite:///{database}"
+    if args.study_name is None:
+        args.study_name = f"{args.algo}_{args.env}"
+    print(f"Optuna study {args.study_name!r} in {args.storage}")
+
+
+def _zoo_arguments(args: argparse.Namespace) -> argparse.Namespace:
+    """The namespace rl_zoo3's parser would have made of the same command line (what the run and args.yml get)."""
+    from sb3_ablation.zoo.adapter import zoo_argument_names
+
+    zoo = argparse.Namespace(**{name: getattr(args, name) for name in zoo_argument_names("train")})
+    for name, flag in (
+        ("hyperparams", "--hyperparams"),
+        ("env_kwargs", "--env-kwargs"),
+        ("eval_env_kwargs", "--eval-env-kwargs"),
+    ):
+        items = getattr(args, name)
+        setattr(zoo, name, None if items is None else parse_key_values(flag, items))  # as rl_zoo3's StoreDict
+    zoo.n_timesteps = -1 if args.n_timesteps is None else args.n_timesteps
+    return zoo
+
+
+def budget_warnings(
+    algo: str, hyperparams: dict[str, Any], n_timesteps: int, budget_source: str, eval_freq: int, optimizing: bool
+) -> list[str]:
+    """
+    The warnings of a run that would silently not train, or not evaluate.
+
+    :param algo: the rl_zoo3 algorithm
+    :param hyperparams: its hyperparameters (the entry with the overrides)
+    :param n_timesteps: the budget
+    :param budget_source: where the budget comes from, e.g. ``-n 200``
+    :param eval_freq: ``--eval-freq`` (not used when optimizing)
+    :param optimizing: with ``-optimize``
+    :return: one line each: a budget at or below ``learning_starts`` (nothing is trained), an ``--eval-freq`` beyond
+        the budget (no evaluation)
+    """
+    from sb3_ablation.zoo.adapter import zoo_algorithm_class
+
+    found: list[str] = []
+    n_envs = int(hyperparams.get("n_envs", 1))
+    algo_class = zoo_algorithm_class(algo)
+    parameters = inspect.signature(algo_class).parameters if algo_class is not None else {}
+    learning_starts = hyperparams.get("learning_starts")
+    if learning_starts is None and "learning_starts" in parameters:
+        learning_starts = parameters["learning_starts"].default
+    if isinstance(learning_starts, (int, float)) and not isinstance(learning_starts, bool) and n_timesteps <= learning_starts:
+        found.append(
+            f"the budget ({budget_source}) is at or below learning_starts ({learning_starts:g}): nothing would be trained, "
+            "the run would only collect transitions"
+        )
+    # rl_zoo3 counts --eval-freq in steps of all envs together and evaluates every eval_freq // n_envs VecEnv steps
+    vec_steps = -(-n_timesteps // n_envs)
+    if not optimizing and eval_freq > 0 and max(eval_freq // n_envs, 1) > vec_steps:
+        found.append(
+            f"--eval-freq {eval_freq} is beyond the budget ({budget_source}): no evaluation would happen "
+            "(pass a smaller --eval-freq, or -1 for none)"
+        )
+    return found
+
+
+def _train_manager_class() -> type:
+    from sb3_ablation.zoo.experiment import AblationExperimentManager
+
+    class TrainExperimentManager(AblationExperimentManager):
+        """``train``'s experiment manager: says (on stderr, once set up) when the run would not train or evaluate."""
+
+        budget_warnings: tuple[str, ...] = ()
+
+        def read_hyperparameters(self) -> tuple[dict[str, Any], dict[str, Any]]:
+            hyperparams, saved_hyperparams = super().read_hyperparameters()
+            if self.n_timesteps > 0:
+                n_timesteps, source = self.n_timesteps, f"-n {self.n_timesteps}"
+            else:
+                n_timesteps = int(hyperparams["n_timesteps"])
+                source = f"n_timesteps {n_timesteps} in {self.config_source}"
+            self.budget_warnings = tuple(
+                budget_warnings(self.algo, hyperparams, n_timesteps, source, self.eval_freq, self.optimize_hyperparameters)
+            )
+            return hyperparams, saved_hyperparams
+
+        def setup_experiment(self) -> Any:
+            result = super().setup_experiment()
+            for warning in self.budget_warnings:  # (not before: a set-up error is then the only line)
+                print(f"{PROG}: warning: {warning}", file=sys.stderr)
+            return result
+
+    return TrainExperimentManager
 
 
 def run_command(prog: str, body: Callable[[], int]) -> int:
@@ -145,92 +311,32 @@ def run_command(prog: str, body: Callable[[], int]) -> int:
         return error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
 
 
-def _check(peek: argparse.Namespace, own: argparse.Namespace) -> None:
-    """Check what rl_zoo3 would only fail on with a traceback (or not at all) before anything runs."""
-    from sb3_ablation.zoo.hyperparams import ZooConfigError, check_action_space, check_algo, check_env_id
-
-    for module in peek.gym_packages:
-        importlib.import_module(module)
-    check_algo(peek.algo)
-    check_env_id(peek.env)
-    check_budget("-n", peek.n_timesteps)
-    parse_key_values("--hyperparams", peek.hyperparams)
-    env_kwargs = parse_key_values("--env-kwargs", peek.env_kwargs)
-    parse_key_values("--eval-env-kwargs", peek.eval_env_kwargs)
-    check_action_space(peek.algo, peek.env, env_kwargs)
-    conf = peek.conf_file
-    if conf is not None and conf.endswith((".yml", ".yaml", ".py")) and not Path(conf).is_file():
-        raise ZooConfigError(f"--conf-file {conf}: file not found")
-    if peek.trained_agent and not (peek.trained_agent.endswith(".zip") and Path(peek.trained_agent).is_file()):
-        raise ZooConfigError(f"--trained-agent {peek.trained_agent}: expected an existing .zip file")
-    if own.tune_switches is not None:
-        if peek.algo != "ablatable_td3":
-            raise ZooConfigError(f"--tune-switches: only ablatable_td3 has component switches, not {peek.algo}")
-        if not peek.optimize_hyperparameters:
-            raise ZooConfigError("--tune-switches only applies with -optimize")
-    if own.export_best is not None and not peek.optimize_hyperparameters:
-        raise ZooConfigError(
-            "--export-best only applies with -optimize (use `python -m sb3_ablation.zoo.export` for a stored study)"
-        )
-
-
-def _optimization_defaults(peek: argparse.Namespace, rest: list[str]) -> list[str]:
-    """SQLite storage and a fixed study name by default, so that studies persist and a second run extends them."""
-    extra = []
-    if peek.storage is None:
-        database = (Path(peek.log_folder) / peek.algo / "optuna.db").resolve()
-        peek.storage = f"sqlite:///{database}"
-        extra += ["--storage", peek.storage]
-    if peek.study_name is None:
-        peek.study_name = f"{peek.algo}_{peek.env}"
-        extra += ["--study-name", peek.study_name]
-    if extra:
-        print(f"Optuna study {peek.study_name!r} in {peek.storage}")
-    return rest + extra
-
-
 def main(argv: list[str] | None = None) -> int:
     """
     :param argv: rl_zoo3 ``train`` arguments plus ours (see the module docstring); ``sys.argv[1:]`` by default
     :return: exit status (0: done, 2: bad input)
     """
-    with one_line_usage_errors():
-        return _main(sys.argv[1:] if argv is None else list(argv))
-
-
-def _main(argv: list[str]) -> int:
-    own_parser = _own_parser()
-    own, rest = own_parser.parse_known_args(argv)
-
-    import rl_zoo3.train
-
-    from sb3_ablation import SWITCHES
-    from sb3_ablation.zoo.experiment import AblationExperimentManager
-    from sb3_ablation.zoo.export import export_best
-    from sb3_ablation.zoo.hyperparams import ZooConfigError
-    from sb3_ablation.zoo.registry import register
-
-    tune_switches = SWITCHES if own.tune_switches == [] else tuple(own.tune_switches or ())
+    argv = sys.argv[1:] if argv is None else list(argv)
 
     def body() -> int:
-        register(tune_switches)
-        if "-h" in rest or "--help" in rest:
-            with patched(sys, "argv", [PROG, "--help"]), contextlib.suppress(SystemExit):
-                rl_zoo3.train.train()
-            own_parser.print_help()
-            return 0
-        peek, _ = _peek_parser().parse_known_args(rest)
-        _check(peek, own)
-        zoo_argv = _optimization_defaults(peek, rest) if peek.optimize_hyperparameters else rest
-        # rl_zoo3's train() reads sys.argv and builds `ExperimentManager` by its module-level name, taking no manager
-        # class: replacing that name for this call is the only way in short of copying train() (about 270 lines)
-        with patched(sys, "argv", [PROG, *zoo_argv]), patched(rl_zoo3.train, "ExperimentManager", AblationExperimentManager):
-            rl_zoo3.train.train()
-        if peek.optimize_hyperparameters:
-            output = own.export_best or str(Path(peek.log_folder) / peek.algo / f"best_{peek.env}.yml")
+        from sb3_ablation import SWITCHES
+        from sb3_ablation.zoo.adapter import run_train
+        from sb3_ablation.zoo.export import export_best
+        from sb3_ablation.zoo.hyperparams import ZooConfigError
+        from sb3_ablation.zoo.registry import register
+
+        register()  # before the parser: rl_zoo3's lists our algorithms
+        args = train_parser().parse_args(argv)
+        register(SWITCHES if args.tune_switches == [] else tuple(args.tune_switches or ()))
+        _check(args)
+        if args.optimize_hyperparameters:
+            _optimization_defaults(args)
+        run_train(_zoo_arguments(args), _train_manager_class())
+        if args.optimize_hyperparameters:
+            output = args.export_best or str(Path(args.log_folder) / args.algo / f"best_{args.env}.yml")
             try:
-                trial = export_best(peek.storage, peek.study_name, peek.algo, peek.env, output, peek.conf_file)
-                print(f"Best trial {trial.number} (value {trial.value:.4g}) written as the {peek.env} entry of {output}")
+                trial = export_best(args.storage, args.study_name, args.algo, args.env, output, args.conf_file)
+                print(f"Best trial {trial.number} (value {trial.value:.4g}) written as the {args.env} entry of {output}")
             except ZooConfigError as error:  # e.g. every trial pruned: nothing to export, the study itself is fine
                 print(f"{PROG}: warning: best trial not exported: {error}", file=sys.stderr)
         return 0
