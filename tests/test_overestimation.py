@@ -15,17 +15,25 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from sb3_ablation import AblatableTD3
 from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, RunRecord, RunTask
-from sb3_ablation.study.run.evaluation import (
-    OverestimationEvalCallback,
+from sb3_ablation.study.run.episodes import evaluation_seed
+from sb3_ablation.study.run.evaluation import HISTORY_KEYS, OverestimationEvalCallback
+from sb3_ablation.study.run.execute import execute_run
+from sb3_ablation.study.run.learning import RunSchedule
+from sb3_ablation.study.run.manager import make_manager
+from sb3_ablation.study.run.overestimation import (
     ReturnPastTimeLimit,
     discounted_returns,
-    evaluation_seed,
     measure_from_episodes,
     tail_steps,
 )
-from sb3_ablation.study.run.execute import execute_run, make_evaluator, make_manager
 from sb3_ablation.study.store.manifest import MANIFEST_NAME, open_manifest
-from sb3_ablation.study.store.runs import model_path, read_run, run_path
+from sb3_ablation.study.store.runs import model_path, read_run, record_paths, run_path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the committed studies (tools/migrate_studies.py converted them to the current formats)
+COMMITTED = ("pendulum", "pendulum-batched", "pendulum-factorial", "hopper-factorial", "multitask")
+#: the measure of record format 2 (returns cut at the time limit), in no record now
+OLD_MEASURE = {"mean_q", "mean_discounted_return", "bias"}
 
 GAMMA, REWARD, T = 0.9, 1.0, 30
 K = tail_steps(GAMMA)  # 44
@@ -75,7 +83,7 @@ def test_tail_steps_are_the_fewest_with_gamma_to_the_k_below_one_percent():
     assert tail_steps(1.0) is None and tail_steps(0.0) == 0
 
 
-def test_exact_critic_has_no_overestimation_past_the_time_limit_and_the_known_artifact_when_cut():
+def test_exact_critic_has_no_overestimation_past_the_time_limit_and_far_less_than_the_artifact_of_a_cut():
     value = REWARD / (1 - GAMMA)  # the untruncated value of every state
     result = evaluate_with_exact_critic(None, lambda _t: value)
 
@@ -83,7 +91,7 @@ def test_exact_critic_has_no_overestimation_past_the_time_limit_and_the_known_ar
     assert result["episode_returns"] == [REWARD * T] * 3
     for episode in result["value_episodes"]:
         assert episode["steps"] == T + K and not episode["terminated"]
-        assert episode["states"] == episode["cut_states"] == T
+        assert episode["states"] == T
     # new measure: G_t misses gamma^(T+K-t) V, the tail bound, so the mean is V gamma^(K+1) (1 - gamma^T) / (T (1-gamma))
     tail = value * GAMMA ** (K + 1) * (1 - GAMMA**T) / (T * (1 - GAMMA))
     assert result["overestimation"] == pytest.approx(tail, rel=1e-9)
@@ -91,10 +99,10 @@ def test_exact_critic_has_no_overestimation_past_the_time_limit_and_the_known_ar
     mean_return = np.mean(discounted_returns(np.full(T + K, REWARD), GAMMA)[:T])
     assert result["relative_overestimation"] == pytest.approx(tail / mean_return, rel=1e-9)
     assert result["value_states"] == 3 * T
-    # old measure, cut at T: the time-limit artifact V gamma (1 - gamma^T) / (T (1 - gamma)), 29% of V here
+    # returns cut at T would show the time-limit artifact V gamma (1 - gamma^T) / (T (1 - gamma)), 29% of V here
     artifact = value * GAMMA * (1 - GAMMA**T) / (T * (1 - GAMMA))
-    assert result["bias"] == pytest.approx(artifact, rel=1e-9)
     assert artifact > 0.28 * value > 25 * result["overestimation"]
+    assert set(result) - {"value_episodes"} == set(HISTORY_KEYS)  # (the measure cut at T is gone)
 
 
 @pytest.mark.parametrize("terminate_at", [12, T + 10])  # before the time limit, and in the steps past it
@@ -106,8 +114,6 @@ def test_terminated_episodes_are_measured_exactly(terminate_at):
         assert episode["states"] == min(terminate_at, T)
     assert result["overestimation"] == pytest.approx(0.0, abs=1e-12)
     assert result["episode_returns"] == [REWARD * min(terminate_at, T)] * 3
-    # cut at T, an episode that terminates after T looks overestimated; one that terminates before does not
-    assert (result["bias"] > 0.1) == (terminate_at > T)
 
 
 def test_episodes_cut_without_running_past_the_limit_measure_only_states_k_steps_before_the_cut():
@@ -118,31 +124,20 @@ def test_episodes_cut_without_running_past_the_limit_measure_only_states_k_steps
     callback.init_callback(model)
     callback.evaluate()
     (episode,) = callback.value_episodes[-1]
-    assert (episode["steps"], episode["cut_states"], episode["states"]) == (steps, steps, 6)
+    assert (episode["steps"], episode["states"]) == (steps, 6)
 
 
-def todays_evaluation(model, eval_env, n_episodes: int, seed: int) -> dict:
-    """Format 2's evaluation: evaluate_policy on an env cut at T, Q against G_t cut at T (episodes in env order)."""
+def todays_returns(model, eval_env, n_episodes: int, seed: int) -> list[float]:
+    """The scores of an evaluation cut at T: evaluate_policy's episode returns on an env cut at T (in env order)."""
     by_env: list[list[float]] = [[] for _ in range(eval_env.num_envs)]
-    trajectories: list[list] = [[] for _ in range(eval_env.num_envs)]
-    observations, actions, returns = [], [], []
 
     def collect(locals_, _globals):
-        i = locals_["i"]
-        trajectories[i].append((locals_["observations"][i], np.asarray(locals_["actions"][i]), float(locals_["reward"])))
         if locals_["done"] and "episode" in locals_["info"]:
-            episode, trajectories[i] = trajectories[i], []
-            by_env[i].append(float(locals_["info"]["episode"]["r"]))
-            observations.extend(step[0] for step in episode)
-            actions.extend(step[1] for step in episode)
-            returns.append(discounted_returns(np.array([step[2] for step in episode]), model.gamma))
+            by_env[locals_["i"]].append(float(locals_["info"]["episode"]["r"]))
 
     eval_env.seed(seed)
     evaluate_policy(model, eval_env, n_episodes, deterministic=True, return_episode_rewards=True, callback=collect)
-    callback = OverestimationEvalCallback(eval_env, eval_freq=1)
-    callback.init_callback(model)
-    q_values = callback._critic_1(observations, actions)
-    return {"episode_returns": [r for per_env in by_env for r in per_env], "q": q_values, "g": np.concatenate(returns)}
+    return [r for per_env in by_env for r in per_env]
 
 
 def pendulum_task(out, **settings) -> RunTask:
@@ -164,30 +159,28 @@ def pendulum_task(out, **settings) -> RunTask:
         ("LunarLanderContinuous-v3", 20, 2, 5),
     ],
 )
-def test_scores_and_the_cut_bias_are_todays(tmp_path, env_id, time_limit, n_envs, n_episodes):
+def test_scores_are_those_of_an_evaluation_cut_at_the_time_limit(tmp_path, env_id, time_limit, n_envs, n_episodes):
     task = replace(pendulum_task(tmp_path), env=env_id, eval_max_episode_steps=time_limit)
     task = replace(task, eval_envs=n_envs, eval_episodes=n_episodes)
     manager = make_manager(task)
     model, _ = manager.setup_experiment()
     model.learn(200)  # a policy that is not the initial one
+    schedule = RunSchedule.of(task, manager, model.gamma)
     record = RunRecord.of(task)
-    evaluator = make_evaluator(task, manager, record, model.gamma)
+    schedule.note_in(record)
+    evaluator = schedule.make_evaluator(manager, task.seed)
     evaluator.init_callback(model)
-    assert record.overestimation_method["time_limit"] == time_limit
+    assert record.overestimation_method["time_limit"] == schedule.time_limit == time_limit
     results = [evaluator.evaluate() for _ in range(2)]
 
     manager.eval_time_limit = None
     manager.eval_env_kwargs = {"max_episode_steps": time_limit}
     today_env = manager.create_envs(n_envs, eval_env=True)
     for index, result in enumerate(results):
-        today = todays_evaluation(model, today_env, n_episodes, evaluation_seed(task.seed, index))
-        assert result["episode_returns"] == today["episode_returns"]  # exact, Monitor's rounding included
-        assert result["mean_return"] == float(np.mean(today["episode_returns"]))
+        today = todays_returns(model, today_env, n_episodes, evaluation_seed(task.seed, index))
+        assert result["episode_returns"] == today  # exact, Monitor's rounding included
+        assert result["mean_return"] == float(np.mean(today))
         assert any(episode["steps"] > time_limit for episode in evaluator.value_episodes[index])
-        if env_id == "Pendulum-v1":
-            assert result["bias"] == float(np.mean(today["q"] - today["g"]))
-            assert result["mean_q"] == float(np.mean(today["q"]))
-            assert result["mean_discounted_return"] == float(np.mean(today["g"]))
 
 
 def test_run_record_has_the_measure_recomputable_from_its_episodes_and_a_small_loadable_model(tmp_path):
@@ -195,12 +188,13 @@ def test_run_record_has_the_measure_recomputable_from_its_episodes_and_a_small_l
     record = execute_run(task)
     assert record["status"] == "ok", record["traceback"]
     saved = read_run(task.record)
-    assert saved["format"] == RUN_FILE_FORMAT == 3
+    assert saved["format"] == RUN_FILE_FORMAT == 3 and saved["model"] == model_path(task.record).name
     k = tail_steps(0.98)  # the zoo's Pendulum gamma
     assert saved["overestimation_method"] == {
         **saved["overestimation_method"], "gamma": 0.98, "time_limit": 25, "tail_steps": k, "tail_tolerance": 0.01
     }  # fmt: skip
     evaluations = saved["evaluations"]
+    assert list(evaluations) == list(HISTORY_KEYS)
     new_keys = {"overestimation", "relative_overestimation", "value_states"}
     assert all(len(evaluations[key]) == 3 for key in new_keys) and len(saved["value_episodes"]) == 3
     assert evaluations["timesteps"] == [0, 150, 300]
@@ -210,8 +204,6 @@ def test_run_record_has_the_measure_recomputable_from_its_episodes_and_a_small_l
         recomputed = measure_from_episodes(episodes)
         for key, value in recomputed.items():
             assert evaluations[key][index] == value
-        cut = sum(e["cut_q_sum"] - e["cut_return_sum"] for e in episodes) / sum(e["cut_states"] for e in episodes)
-        assert evaluations["bias"][index] == pytest.approx(cut, rel=1e-9)
         assert evaluations["relative_overestimation"][index] == pytest.approx(
             evaluations["overestimation"][index] / (sum(e["abs_return_sum"] for e in episodes) / 50), rel=1e-12
         )
@@ -223,31 +215,23 @@ def test_run_record_has_the_measure_recomputable_from_its_episodes_and_a_small_l
     assert loaded.policy is not None and model_file.stat().st_size < 100_000
 
 
-def test_a_folder_of_run_format_2_takes_format_3_runs(tmp_path):
-    # (one older than format 2 is refused: test_study_runs)
-    config = StudyConfig(envs=["Pendulum-v1"], variants=["td3"], seeds=1, out=str(tmp_path), progress=False)
-    manifest = open_manifest(config, {}, {})
-    assert manifest["settings"]["run_format"] == 3
-    manifest["settings"]["run_format"] = 2  # same evaluation episodes and scores
+@pytest.mark.parametrize("study", COMMITTED)
+def test_committed_studies_are_of_the_current_formats_and_take_new_seeds(tmp_path, study):
+    folder = ROOT / "docs" / "studies" / study
+    manifest = json.loads((folder / MANIFEST_NAME).read_text())
+    assert manifest["settings"]["run_format"] == RUN_FILE_FORMAT and "engine" not in manifest["settings"]
+    assert manifest["grids"]
+    records = [read_run(path) for path in record_paths(folder)]
+    assert records and all(record is not None for record in records)  # every record of the current format
+    assert not any(OLD_MEASURE & set(record["evaluations"]) for record in records)
     (tmp_path / MANIFEST_NAME).write_text(json.dumps(manifest))
-    extended = open_manifest(StudyConfig(**{**config.__dict__, "seeds": [0, 5]}), {}, {})
-    assert extended["seeds"] == [0, 5] and extended["settings"]["run_format"] == 2
-
-
-@pytest.mark.parametrize("study", ["pendulum", "pendulum-batched", "multitask"])
-def test_committed_format_2_studies_take_new_seeds_of_format_3(tmp_path, study):
-    committed = Path(__file__).parents[1] / "docs" / "studies" / study / MANIFEST_NAME
-    manifest = json.loads(committed.read_text())
-    assert manifest["settings"]["run_format"] == 2
-    (tmp_path / MANIFEST_NAME).write_text(committed.read_text())
-    config = StudyConfig(**{**manifest["config"], "out": str(tmp_path), "seeds": [5, 6, 7, 8, 9], "progress": False})
+    config = StudyConfig(**{**manifest["config"], "out": str(tmp_path), "seeds": [20, 21], "progress": False})
     extended = open_manifest(config, resolve_hyperparams(config, config.variant_objects), {})
-    # the same settings, less the engine that manifests of earlier versions pinned (a seed's, not a folder's, now)
-    assert extended["seeds"] == sorted({*manifest["seeds"], *range(10)})
-    assert extended["settings"] == {key: value for key, value in manifest["settings"].items() if key != "engine"}
+    assert extended["seeds"] == sorted({*manifest["seeds"], 20, 21})
+    assert extended["settings"] == manifest["settings"]
 
 
-def test_a_checkpoint_of_format_2_is_not_resumed_into_a_format_3_record():
+def test_a_checkpoint_of_another_record_format_is_not_resumed():
     env = make_vec_env(lambda: TimeLimit(CountingEnv(), 5), n_envs=1)
     callback = OverestimationEvalCallback(env, eval_freq=10, n_eval_episodes=1)
     state = callback.state()
@@ -255,6 +239,9 @@ def test_a_checkpoint_of_format_2_is_not_resumed_into_a_format_3_record():
     history_of_format_2 = {key: [] for key in state["history"] if key not in ("overestimation", "value_states")}
     with pytest.raises(ValueError, match="another record format"):
         callback.set_state({**state, "history": history_of_format_2})
+    with_the_old_measure = {**state["history"], "bias": []}
+    with pytest.raises(ValueError, match="another record format"):
+        callback.set_state({**state, "history": with_the_old_measure})
     without_summaries = {key: value for key, value in state.items() if key != "value_episodes"}
     with pytest.raises(ValueError, match="another record format"):
         callback.set_state(without_summaries)

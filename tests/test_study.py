@@ -1,6 +1,5 @@
 """The ablation study: variants, runs end to end, resume, failures, Ray, and the report's statistics."""
 
-import json
 import os
 
 import numpy as np
@@ -13,11 +12,11 @@ from sb3_ablation.study.analyse.statistics import outcome_statistics
 from sb3_ablation.study.plan.config import StudyError, resolve_hyperparams
 from sb3_ablation.study.plan.variants import expand_preset, parse_variant, resolve_variants
 from sb3_ablation.study.render.report import status_markdown, write_report
-from sb3_ablation.study.run.evaluation import discounted_returns
-from sb3_ablation.study.run.execute import library_versions
+from sb3_ablation.study.run.overestimation import discounted_returns
+from sb3_ablation.study.run.recording import library_versions
 from sb3_ablation.study.run.runner import run_study
 from sb3_ablation.study.store.manifest import open_manifest, planned_runs
-from sb3_ablation.study.store.runs import iter_runs, read_run, run_path
+from sb3_ablation.study.store.runs import iter_runs, read_run, record_paths, run_path
 
 
 def test_variant_presets_and_names():
@@ -49,7 +48,7 @@ def test_tiny_study_end_to_end_then_resume_redoes_nothing(tmp_path, tiny_study):
         assert record["switches"]["clipped_double_q"] is (record["variant"] == "td3")
         evaluations = record["evaluations"]
         assert evaluations["timesteps"][-1] == 300 and len(evaluations["timesteps"]) >= 3
-        assert all(np.isfinite(evaluations[key]).all() for key in ("mean_return", "mean_q", "bias"))
+        assert all(np.isfinite(evaluations[key]).all() for key in ("mean_return", "overestimation", "relative_overestimation"))
     report = write_report(tmp_path, reps=200)
     text = report.read_text()
     assert "| td3 |" in text and "no_clipped_double_q" in text and "IQM" in text
@@ -58,7 +57,8 @@ def test_tiny_study_end_to_end_then_resume_redoes_nothing(tmp_path, tiny_study):
     # A killed study: one run never got written. The rerun redoes that run alone.
     lost = run_path(tmp_path, "Pendulum-v1", "td3", 1)
     lost.unlink()
-    kept = {path: path.stat().st_mtime_ns for path in (tmp_path / "runs").rglob("*.json")}
+    kept = {path: path.stat().st_mtime_ns for path in record_paths(tmp_path)}
+    assert len(kept) == 3
     again = run_study(config, log=lambda _: None)
     assert (again.ok, again.skipped) == (1, 3)
     assert lost.exists()
@@ -73,16 +73,14 @@ def test_study_refuses_a_folder_made_with_other_settings(tmp_path, tiny_study):
 
 def test_more_seeds_of_some_variants_plan_those_runs_alone(tmp_path, tiny_study):
     """More seeds for the comparisons the report leaves unresolved (its seeds needed) extend the plan by those runs
-    alone; a manifest of an earlier version, without grids, plans its lists' whole product."""
+    alone."""
 
     def extend(**settings):
         config = tiny_study(tmp_path, **settings)
         return open_manifest(config, resolve_hyperparams(config, config.variant_objects), library_versions())
 
     manifest = extend(variants=["td3", "no_clipped_double_q", "no_target_networks"], seeds=2)
-    del manifest["grids"]  # as written before grids existed
-    (tmp_path / "study.json").write_text(json.dumps(manifest))
-    assert len(planned_runs(manifest)) == 6
+    assert len(planned_runs(manifest)) == 6 and len(manifest["grids"]) == 1
     manifest = extend(variants=["td3", "no_clipped_double_q"], seeds=[2, 3])
     assert manifest["seeds"] == [0, 1, 2, 3] and len(manifest["grids"]) == 2
     planned = planned_runs(manifest)

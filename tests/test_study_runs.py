@@ -1,4 +1,4 @@
-"""A study run is the run `train` makes, it survives a kill (checkpoints), and its record carries format 2."""
+"""A study run is the run `train` makes, it survives a kill (checkpoints), and its record is of the current format."""
 
 import copy
 import json
@@ -121,15 +121,16 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_result(tmp_path):
         assert resumed["evaluations"] == reference["evaluations"] and resumed["diagnostics"] == reference["diagnostics"]
         assert resumed["value_episodes"] == reference["value_episodes"]
         assert resumed["evaluations"]["timesteps"] == [0, 400, 800, 1200]
-        folder = run_path(killed_out, "Pendulum-v1", "td3", seed).parent
-        assert_same_weights(folder / f"seed_{seed}.zip", model_path(run_path(tmp_path / "whole", "Pendulum-v1", "td3", seed)))
+        resumed_model = model_path(run_path(killed_out, "Pendulum-v1", "td3", seed))
+        assert_same_weights(resumed_model, model_path(run_path(tmp_path / "whole", "Pendulum-v1", "td3", seed)))
 
 
 def test_evaluation_episodes_side_by_side_are_the_seeded_episodes_one_by_one(tmp_path):
     from stable_baselines3.common.evaluation import evaluate_policy
 
-    from sb3_ablation.study.run.evaluation import OverestimationEvalCallback, evaluation_seed
-    from sb3_ablation.study.run.execute import make_manager
+    from sb3_ablation.study.run.episodes import evaluation_seed
+    from sb3_ablation.study.run.evaluation import OverestimationEvalCallback
+    from sb3_ablation.study.run.manager import make_manager
 
     task = replace(one_task(tmp_path), hyperparams={**one_task(tmp_path).hyperparams, "normalize": False})
     manager = make_manager(task)
@@ -219,7 +220,7 @@ def test_a_study_folder_of_another_record_format_is_not_extended(tmp_path):
     config = StudyConfig(envs=["Pendulum-v1"], variants=["td3"], seeds=1, out=str(tmp_path), progress=False)
     manifest = open_manifest(config, {}, {})
     assert manifest["settings"]["run_format"] == 3
-    del manifest["settings"]["run_format"]  # a folder written before format 2
+    manifest["settings"]["run_format"] = 2  # a folder of an earlier record format
     (tmp_path / MANIFEST_NAME).write_text(json.dumps(manifest))
     with pytest.raises(StudyError, match="run_format"):
         open_manifest(config, {}, {})
@@ -228,7 +229,7 @@ def test_a_study_folder_of_another_record_format_is_not_extended(tmp_path):
 def test_episode_replay_brings_fresh_envs_to_the_same_states_and_notices_a_mismatch():
     from stable_baselines3.common.env_util import make_vec_env
 
-    from sb3_ablation.study.run.execute import EpisodeRecorder, EpisodeReplay
+    from sb3_ablation.study.run.checkpointing import EpisodeRecorder, EpisodeReplay
 
     def recorded(seed=None):
         return make_vec_env("Pendulum-v1", n_envs=2, seed=seed, wrapper_class=EpisodeRecorder)

@@ -1,9 +1,10 @@
 """The results of a study as arrays: every finished run of a study folder, grouped by env and variant.
 
 This is the first step of the analysis (results -> inference and statistics -> report model -> markdown, figures and
-JSON). It reads run records of format 1 (evaluations only), format 2 (also per-episode returns, training diagnostics
-and run warnings) and format 3 (also the overestimation measured past the time limit; every key it adds is kept as
-an evaluation metric); see :mod:`sb3_ablation.study.analyse.analysis` for what the report makes of them.
+JSON). It reads the run records through the store (:func:`~sb3_ablation.study.store.runs.iter_runs`; their one
+format, :data:`~sb3_ablation.study.plan.records.RUN_FILE_FORMAT`): every key of a record's ``evaluations`` is an
+evaluation metric, every key of its ``diagnostics`` a training diagnostic; see
+:mod:`sb3_ablation.study.analyse.analysis` for what the report makes of them.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from sb3_ablation.study.plan.records import trained_by
 from sb3_ablation.study.store.manifest import planned_runs, read_manifest
 from sb3_ablation.study.store.runs import iter_runs, unreadable_runs
 
-# The training diagnostics of a format-2 record, in the order the report shows them (q2_mean is left out: the twin
-# gap |Q1 - Q2| says what a second critic adds)
+# The training diagnostics of a record, in the order the report shows them (q2_mean is left out: the twin gap
+# |Q1 - Q2| says what a second critic adds)
 DIAGNOSTICS = (q_mean_key(1), TWIN_Q_GAP, TARGET_Q_MEAN, TD_ERROR, ACTOR_STD)
 
 
@@ -35,17 +36,18 @@ def _as_array(values: Sequence[Any]) -> np.ndarray:
 @dataclass
 class RunCurves:
     """
-    One finished run: its evaluations and, in format-2 records, its training diagnostics.
+    One finished run: its evaluations and its training diagnostics.
 
     :param seed: the run's seed
     :param timesteps: timesteps of the evaluations
-    :param values: evaluation metric (``mean_return``, ``bias``, ...) -> values at ``timesteps``
-    :param diagnostics_timesteps: timesteps of the diagnostics (empty for format-1 records)
+    :param values: evaluation metric (``mean_return``, ``overestimation``, ...) -> values at ``timesteps`` (a record
+        converted from an earlier format may lack the overestimation)
+    :param diagnostics_timesteps: timesteps of the diagnostics
     :param diagnostics: diagnostic (``q1_mean``, ``twin_q_gap``, ...) -> values at ``diagnostics_timesteps``
-    :param episode_returns: per evaluation, the return of each evaluation episode (format 2; empty otherwise)
-    :param warnings: the unique warnings the run raised (format 2)
-    :param value_episodes: per evaluation, the per-episode summaries of the overestimation measure (format 3; kept as
-        recorded, for a later analysis to recompute the measure)
+    :param episode_returns: per evaluation, the return of each evaluation episode
+    :param warnings: the unique warnings the run raised
+    :param value_episodes: per evaluation, the per-episode summaries of the overestimation measure (kept as recorded,
+        for a later analysis to recompute the measure)
     """
 
     seed: int
@@ -75,10 +77,10 @@ class RunCurves:
 
     @classmethod
     def from_record(cls, record: dict) -> RunCurves:
-        """Read a run record of format 1, 2 or 3 (a format-1 record has no diagnostics, episode returns or warnings)."""
+        """Read a run record (as :func:`~sb3_ablation.study.store.runs.read_run` returns it)."""
         evaluations = dict(record["evaluations"])
         episode_returns = evaluations.pop("episode_returns", None) or []
-        value_episodes = evaluations.pop("value_episodes", None) or []
+        value_episodes = record.get("value_episodes") or []
         diagnostics = dict(record.get("diagnostics") or {})
         diagnostics_timesteps = diagnostics.pop("timesteps", [])
         return cls(
@@ -127,7 +129,7 @@ class StudyData:
 
 def load_study(out: str | os.PathLike) -> StudyData:
     """
-    Read a study folder: the manifest and every run file (formats 1 and 2).
+    Read a study folder: the manifest and every run record.
 
     :param out: the study's output folder
     :return: finished runs grouped by env and variant, failed runs, runs the manifest expects but nobody wrote, and
@@ -174,7 +176,7 @@ def aligned_curves(runs: list[RunCurves], metric: str) -> tuple[np.ndarray, np.n
     An evaluation metric or a training diagnostic of several runs at the timesteps all of them have.
 
     :param runs: the runs (those without the metric are left out)
-    :param metric: ``mean_return``, ``bias``, ... or a diagnostic (``q1_mean``, ...)
+    :param metric: ``mean_return``, ``overestimation``, ... or a diagnostic (``q1_mean``, ...)
     :return: ``(timesteps, values)`` with ``values`` of shape (runs with the metric, timesteps)
     """
     curves = [run.curve(metric) for run in runs if run.has(metric)]

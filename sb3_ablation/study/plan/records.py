@@ -1,10 +1,8 @@
 """What a study hands a run and what a run hands back: :class:`RunTask` and the run record (:class:`RunRecord`).
 
-A run record is written to ``<out>/runs/<env>/<variant>/seed_<k>.json`` (see :mod:`~sb3_ablation.study.store`) in
-format :data:`RUN_FILE_FORMAT`, the only format written; the analysis reads formats 1, 2 and 3
-(:mod:`~sb3_ablation.study.analyse.results`). Format 2 added diagnostics, per-episode returns, warnings and the final model's
-file name; format 3 the overestimation measure with returns past the time limit (``overestimation``,
-``value_episodes``, ``overestimation_method``).
+A run record is written to ``<out>/runs/<env>/<variant>/seed_<k>.json.gz`` (see :mod:`~sb3_ablation.study.store`) in
+format :data:`RUN_FILE_FORMAT`, the one format written and read (``tools/migrate_studies.py`` converted the committed
+studies' records of earlier formats).
 """
 
 from __future__ import annotations
@@ -13,11 +11,8 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-#: the record format this version writes
+#: the record format: a study folder takes runs of its own format only (``settings.run_format`` of its manifest)
 RUN_FILE_FORMAT = 3
-#: run formats whose evaluations are this format's (same episodes, same scores): a study folder pinned to one of them
-#: takes runs of this format (format 3 adds a measure; format 1 was evaluated on other episodes)
-SAME_EVALUATIONS = (2, 3)
 
 
 @dataclass
@@ -82,15 +77,16 @@ UNSET: Any = _Unset()
 class RunRecord(RunSettings):
     """
     A run record of format :data:`RUN_FILE_FORMAT`, its entries in the order of the JSON file; an entry left
-    :data:`UNSET` is not written (e.g. ``engine`` for the process engine, ``model`` for a failed run).
+    :data:`UNSET` is not written (e.g. ``engine`` for the process engine).
 
     The run's :class:`RunSettings` (``eval_freq`` the one used, once known); then ``versions`` (library versions)
     and ``host``; ``status`` (``"ok"`` or ``"failed"``), ``error`` and ``traceback``; ``engine`` and ``group_size``
     (batched engine); ``n_timesteps``; ``overestimation_method``
-    (:func:`~sb3_ablation.study.run.evaluation.overestimation_method`); ``resumed_from`` (the checkpoint's step); ``model``
-    and ``vecnormalize`` (file names next to the record); ``evaluations``, ``value_episodes`` and ``diagnostics`` (see
-    :class:`~sb3_ablation.study.run.evaluation.OverestimationEvalCallback`); ``eval_time_s``; ``warnings``;
-    ``wall_time_s`` and ``finished_at`` (:func:`timestamp`).
+    (:func:`~sb3_ablation.study.run.overestimation.overestimation_method`); ``resumed_from`` (the checkpoint's step);
+    ``model`` (the final model's file name next to the record when the study keeps models, else null) and
+    ``vecnormalize`` (its VecNormalize statistics' file, when kept); ``evaluations``, ``value_episodes`` and
+    ``diagnostics`` (see :class:`~sb3_ablation.study.run.evaluation.OverestimationEvalCallback`); ``eval_time_s``;
+    ``warnings``; ``wall_time_s`` and ``finished_at`` (:func:`timestamp`).
     """
 
     format: int = RUN_FILE_FORMAT
@@ -104,7 +100,7 @@ class RunRecord(RunSettings):
     n_timesteps: int = UNSET
     overestimation_method: dict[str, Any] = UNSET
     resumed_from: int = UNSET
-    model: str = UNSET
+    model: str | None = None
     vecnormalize: str = UNSET
     evaluations: dict[str, list] = field(default_factory=dict)
     value_episodes: list[list[dict[str, Any]]] = UNSET

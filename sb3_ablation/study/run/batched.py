@@ -7,10 +7,11 @@ agent k's initial weights are run k's). Every agent is evaluated with the study'
 gets its own record, final model and status: an agent whose evaluation fails (e.g. NaN weights) is recorded as failed
 while the others go on.
 
-A group is checkpointed as a run of the process engine is (:class:`~sb3_ablation.study.run.execute.RunCheckpointCallback`,
-every ``checkpoint_freq`` steps of each agent, into ``seeds_<k>_<l>....checkpoint/`` next to the records): the batched
-model as a whole (every agent's weights and Adam moments, SB3's ``save``), its replay buffer (every agent's column),
-the training envs' episodes, RNG states, action noise, and each agent's evaluation history and failure. A killed
+A group is checkpointed as a run of the process engine is
+(:class:`~sb3_ablation.study.run.checkpointing.RunCheckpointCallback`, every ``checkpoint_freq`` steps of each agent,
+into ``seeds_<k>_<l>....checkpoint/`` next to the records): the batched model as a whole (every agent's weights and
+Adam moments, SB3's ``save``), the filled part of its replay buffer (every agent's column), the training envs'
+episodes, RNG states, action noise, and each agent's evaluation history and failure. A killed
 group, run again with the same seeds pending, resumes there and ends with exactly the records and final models of
 an uninterrupted one; the checkpoints are removed once the group is done.
 """
@@ -29,18 +30,14 @@ from typing import TYPE_CHECKING, Any, cast
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
-from sb3_ablation.study.plan.records import RunRecord, RunTask, failed_record
-from sb3_ablation.study.run.execute import (
-    add_checkpointer,
-    captured_warnings,
-    finish_record,
-    make_evaluator,
-    make_manager,
-    manager_learn_kwargs,
-    new_record,
-    try_resume,
-)
-from sb3_ablation.study.store.checkpoints import RunCheckpoints, save_final_model
+from sb3_ablation.study.plan.records import RunTask, failed_record
+from sb3_ablation.study.run.checkpointing import add_checkpointer, try_resume
+from sb3_ablation.study.run.evaluation import OverestimationEvalCallback
+from sb3_ablation.study.run.learning import RunSchedule
+from sb3_ablation.study.run.manager import make_manager
+from sb3_ablation.study.run.recording import finish_record, new_record
+from sb3_ablation.study.run.run_warnings import RunWarnings
+from sb3_ablation.study.store.checkpoints import MODEL_FILE, RunCheckpoints, save_final_model
 from sb3_ablation.study.store.runs import write_run
 
 if TYPE_CHECKING:
@@ -94,7 +91,7 @@ class AgentEvaluations(BaseCallback):
     :param evaluators: run k's evaluation callback, one per agent
     """
 
-    def __init__(self, agents: list[Any], evaluators: list[Any]):
+    def __init__(self, agents: list[Any], evaluators: list[OverestimationEvalCallback]):
         super().__init__()
         self.agents = agents
         self.evaluators = evaluators
@@ -177,25 +174,24 @@ def execute_group(group: RunGroup) -> list[dict[str, Any]]:
     tasks = group.runs
     records = [new_record(task, engine=ENGINE, group_size=len(tasks)) for task in tasks]
     checkpoints = group_checkpoints(tasks)
-    run_warnings: dict[str, None] = {}
-    evaluations: AgentEvaluations | None = None
+    run_warnings = RunWarnings()
+    built: BuiltGroup | None = None
     group_error = None
-    resumed_wall_time_s = 0.0
     try:
-        with captured_warnings(run_warnings), contextlib.redirect_stdout(io.StringIO()):
-            batched, evaluations, callbacks, learn_kwargs, state = _build_group(tasks, records, checkpoints, run_warnings)
-            if state is not None:
-                resumed_wall_time_s = state["wall_time_s"]
-            batched.learn(
-                records[0].n_timesteps - batched.agent_timesteps,
-                callback=callbacks,
-                reset_num_timesteps=batched.num_timesteps == 0,
-                **learn_kwargs,
-            )
-            _close_group(batched, evaluations)
+        with run_warnings.capture(), contextlib.redirect_stdout(io.StringIO()):
+            built = _build_group(tasks, checkpoints, run_warnings)
+            for record, schedule in zip(records, built.schedules, strict=True):
+                schedule.note_in(record)
+                if built.resumed_from is not None:
+                    record.resumed_from = built.resumed_from
+            # (the runs of a group share their settings: the first one's schedule is every one's)
+            built.schedules[0].learn(built.batched, built.callbacks, done=int(built.batched.agent_timesteps))
+            _close_group(built.batched, built.evaluations)
     except Exception as error:  # the whole group failed (building it, or training)
         group_error = (f"{type(error).__name__}: {error}", traceback.format_exc())
-    wall_time_s = (time.time() - started + resumed_wall_time_s) / len(tasks)  # the group's time, shared by its runs
+    evaluations = built.evaluations if built is not None else None
+    wall_time_before = built.wall_time_before if built is not None else 0.0
+    wall_time_s = (time.time() - started + wall_time_before) / len(tasks)  # the group's time, shared by its runs
     finished = []
     for index, (task, record) in enumerate(zip(tasks, records, strict=True)):
         failure = group_error or (evaluations.failures[index] if evaluations is not None else None)
@@ -224,47 +220,59 @@ def _close_group(batched: Any, evaluations: AgentEvaluations) -> None:
         evaluator.eval_env.close()
 
 
-def _build_group(
-    tasks: list[RunTask],
-    records: list[RunRecord],
-    checkpoints: RunCheckpoints | None,
-    run_warnings: dict[str, None],
-) -> tuple[Any, AgentEvaluations, list[BaseCallback], dict[str, Any], dict[str, Any] | None]:
+@dataclass
+class BuiltGroup:
     """
-    The batched model (fresh, or from the group's last checkpoint), the agents' evaluations, all callbacks, the
-    arguments of ``learn()``, and the checkpoint's state (``None`` for a fresh start).
+    A group ready to learn: fresh, or brought to its last checkpoint.
+
+    :param batched: the group's BatchedTD3
+    :param schedules: each run's budget, evaluations and ``learn()`` arguments
+    :param evaluations: the agents' evaluations
+    :param callbacks: every callback of its ``learn()`` (the evaluations, the checkpoints)
+    :param resumed_from: the step (per agent) of the checkpoint it resumes (``None``: a fresh group)
+    :param wall_time_before: the wall time of the groups it resumes
     """
+
+    batched: Any
+    schedules: list[RunSchedule]
+    evaluations: AgentEvaluations
+    callbacks: list[BaseCallback]
+    resumed_from: int | None = None
+    wall_time_before: float = 0.0
+
+
+def _build_group(tasks: list[RunTask], checkpoints: RunCheckpoints | None, run_warnings: RunWarnings) -> BuiltGroup:
+    """The batched model of the group, from its last checkpoint when there is one it can resume, else fresh."""
     from stable_baselines3.common.utils import set_random_seed
 
     from sb3_ablation.batched import BatchedTD3
 
     latest = checkpoints.latest() if checkpoints is not None else None
     for attempt in (latest, None) if latest is not None else (None,):
-        agents, managers, evaluators = [], [], []
-        for task, record in zip(tasks, records, strict=True):
+        agents, managers, schedules, evaluators = [], [], [], []
+        for task in tasks:
             set_random_seed(task.seed)  # as the process engine does before building run k
             manager = make_manager(task)
             model, _ = manager.setup_experiment()
             if manager.callbacks or manager.normalize:
                 raise ValueError("the batched engine runs no zoo callback: entries and no normalize: True")
+            schedule = RunSchedule.of(task, manager, model.gamma)
             agents.append(model)
             managers.append(manager)
-            evaluators.append(make_evaluator(task, manager, record, model.gamma))
+            schedules.append(schedule)
+            evaluators.append(schedule.make_evaluator(manager, task.seed))
         fresh = BatchedTD3.from_agents(agents, managers[0]._hyperparams)
         evaluations = AgentEvaluations(agents, evaluators)
         checkpointer, episodes = add_checkpointer(
             fresh, tasks[0], checkpoints, str(managers[0].env_name), evaluations, run_warnings
         )
         callbacks = [evaluations, *([checkpointer] if checkpointer is not None else [])]
-        learn_kwargs = manager_learn_kwargs(managers[0])
         if attempt is None:
-            return fresh, evaluations, callbacks, learn_kwargs, None
+            return BuiltGroup(fresh, schedules, evaluations, callbacks)
 
         def load(folder: Path, fresh: Any = fresh) -> Any:
             # SB3's load of the whole batched model (weights, Adam moments, counters), on the fresh one's envs
-            loaded = BatchedTD3.load(folder / "model.zip", env=fresh.get_env(), device=fresh.device, force_reset=False)
-            loaded.load_replay_buffer(folder / "replay_buffer.pkl")
-            return loaded
+            return BatchedTD3.load(folder / MODEL_FILE, env=fresh.get_env(), device=fresh.device, force_reset=False)
 
         def close(fresh: Any = fresh, evaluations: AgentEvaluations = evaluations) -> None:
             _close_group(fresh, evaluations)
@@ -272,7 +280,5 @@ def _build_group(
         batched, state = try_resume(attempt, fresh, checkpointer, episodes, close, load)
         if state is None:
             continue
-        for record in records:
-            record.resumed_from = batched.agent_timesteps
-        return batched, evaluations, callbacks, learn_kwargs, state
+        return BuiltGroup(batched, schedules, evaluations, callbacks, int(batched.agent_timesteps), state["wall_time_s"])
     raise AssertionError("unreachable")

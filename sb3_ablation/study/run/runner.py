@@ -1,8 +1,8 @@
 """Running a study: one run per (env, variant, seed), in parallel processes or on Ray, resumable, nothing lost.
 
-Each finished run is written atomically to ``<out>/runs/<env>/<variant>/seed_<k>.json`` as soon as it arrives, so an
-interrupted study (Ctrl-C, a killed worker or driver) loses at most the runs in flight, and rerunning the same command
-skips every run whose file says ``"status": "ok"``.
+Each finished run is written atomically to its record (:func:`~sb3_ablation.study.store.runs.run_path`) as soon as it
+arrives, so an interrupted study (Ctrl-C, a killed worker or driver) loses at most the runs in flight, and rerunning
+the same command skips every run whose record says ``"status": "ok"``.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from sb3_ablation.study.plan.variants import Variant
 from sb3_ablation.study.run.backends import BY_NAME as BACKENDS
 from sb3_ablation.study.run.backends import default_workers
 from sb3_ablation.study.run.engines import ENGINES
-from sb3_ablation.study.run.execute import library_versions
+from sb3_ablation.study.run.recording import library_versions
 from sb3_ablation.study.store.checkpoints import RunCheckpoints
 from sb3_ablation.study.store.lock import study_lock
 from sb3_ablation.study.store.manifest import check_seed_engines, open_manifest
-from sb3_ablation.study.store.runs import read_run, run_path, write_run
+from sb3_ablation.study.store.runs import RECORD_PATTERN, read_run, run_path, write_run
 
 
 @dataclass
@@ -42,9 +42,8 @@ class StudyResult:
     warned: int = 0
 
     def summary(self) -> str:
-        runs = Path(self.out) / "runs"
         text = f"{plural(self.total, 'run')} in {self.out}: {self.skipped} already done, {self.ok} finished now"
-        text += f"\nrun records: {runs}/<env>/<variant>/seed_<k>.json.gz"
+        text += f"\nrun records: {Path(self.out) / RECORD_PATTERN}"
         if self.warned:
             text += (
                 f"\n{plural(self.warned, 'run')} raised warnings: `sb3-ablation report {self.out}` lists them "

@@ -11,7 +11,7 @@ from typing import Any
 
 from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.plan.config import StudyConfig, StudyError, to_jsonable
-from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, SAME_EVALUATIONS, timestamp, trained_by
+from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, timestamp, trained_by
 from sb3_ablation.study.store.runs import RECORD_SUFFIX, env_folder, iter_runs, read_run
 
 MANIFEST_NAME = "study.json"
@@ -45,7 +45,7 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
     :raises StudyError: the folder holds a study made with different run settings
     """
     path = Path(config.out) / MANIFEST_NAME
-    # the record format too: runs of another format were evaluated on other episodes and cannot be pooled
+    # the record format too: a folder holds runs of one format (tools/migrate_studies.py converted earlier ones)
     settings = {**config.run_settings(), "run_format": RUN_FILE_FORMAT}
     pinned = {"settings": settings, "hyperparams": to_jsonable(resolved_hyperparams)}
     manifest = None
@@ -55,12 +55,7 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
                 manifest = json.load(file)
         except json.JSONDecodeError as error:
             raise StudyError(f"{path} is not a study manifest ({error}); use another --out") from None
-        # the engine is a seed's, not the folder's (check_seed_engines); manifests of an earlier version pinned it
-        manifest["settings"] = {key: value for key, value in manifest.get("settings", {}).items() if key != "engine"}
-        old_pinned = {"settings": manifest["settings"], "hyperparams": manifest.get("hyperparams", {})}
-        if old_pinned["settings"].get("run_format") in SAME_EVALUATIONS:
-            # e.g. a committed format-2 study takes new seeds of format 3; its manifest keeps the format it was made with
-            old_pinned["settings"] = {**old_pinned["settings"], "run_format": RUN_FILE_FORMAT}
+        old_pinned = {"settings": manifest.get("settings", {}), "hyperparams": manifest.get("hyperparams", {})}
         # per-env settings of envs present in both can conflict; the others belong to one side only
         shared_envs = set(manifest.get("envs", [])) & set(config.envs)
         old_pinned["settings"] = _restrict_env_hyperparams(old_pinned["settings"], shared_envs)
@@ -92,8 +87,8 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
     manifest["settings"].setdefault("env_hyperparams", {}).update(pinned["settings"].get("env_hyperparams") or {})
     for env, by_algo in pinned["hyperparams"].items():
         manifest["hyperparams"].setdefault(env, {}).update(by_algo)
-    # the runs planned: each invocation's grid; a manifest of an earlier version planned its lists' whole product
-    grids = manifest.get("grids") or ([] if created else [_whole_grid(manifest)])
+    # the runs planned: each invocation's grid
+    grids = manifest.get("grids") or []
     grid: dict[str, list] = {"envs": list(config.envs), "variants": list(config.variants), "seeds": sorted(config.seeds)}
     manifest["grids"] = grids if set(_grid_runs([grid])) <= set(_grid_runs(grids)) else [*grids, grid]
     for key in ("envs", "variants", "seeds"):
@@ -112,17 +107,13 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
     return manifest
 
 
-def _whole_grid(manifest: dict) -> dict[str, list]:
-    return {key: list(manifest.get(key, [])) for key in ("envs", "variants", "seeds")}
-
-
 def planned_runs(manifest: dict) -> list[tuple[str, str, int]]:
     """
     The ``(env, variant, seed)`` of every run a study plans: the union of its invocations' grids (envs x variants x
     seeds), so that more seeds of a few variants (``--variants td3,no_clipped_double_q --seeds 10 11 ... 19``) do not plan
-    them for every variant; a manifest without grids (an earlier version's) plans its lists' whole product.
+    them for every variant (a hand-written manifest without grids plans none: no run is reported missing).
     """
-    return _grid_runs(manifest.get("grids") or [_whole_grid(manifest)])
+    return _grid_runs(manifest.get("grids") or [])
 
 
 def _grid_runs(grids: list[dict[str, list]]) -> list[tuple[str, str, int]]:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from sb3_ablation.common.io import atomic_path
+from sb3_ablation.study.plan.records import RUN_FILE_FORMAT
 
 
 def safe_name(text: str) -> str:
@@ -38,6 +39,8 @@ def env_folder(out: str | os.PathLike, env_id: str) -> Path:
 
 #: the file name of a run record after ``seed_<k>``
 RECORD_SUFFIX = ".json.gz"
+#: where a study folder's run records are, as said to a person
+RECORD_PATTERN = f"runs/<env>/<variant>/seed_<k>{RECORD_SUFFIX}"
 
 
 def run_path(out: str | os.PathLike, env_id: str, variant: str, seed: int) -> Path:
@@ -63,13 +66,26 @@ def vecnormalize_path(record_path: str | os.PathLike) -> Path:
 
 
 def read_run(path: str | os.PathLike) -> dict | None:
-    """A run file's record, or ``None`` when it is missing or unreadable (then the run is redone)."""
+    """
+    A run file's record, or ``None`` when it is missing, unreadable or of another record format than
+    :data:`~sb3_ablation.study.plan.records.RUN_FILE_FORMAT` (then the run is redone).
+    """
+    record = _load(path)
+    return record if isinstance(record, dict) else None
+
+
+def _load(path: str | os.PathLike) -> dict | str:
+    """The record, or why it cannot be read."""
     try:
         with gzip.open(path, "rt") as file:
             record = json.load(file)
     except (OSError, EOFError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
+        return "corrupt or truncated"
+    if not isinstance(record, dict):
+        return "not a run record"
+    if record.get("format") != RUN_FILE_FORMAT:
+        return f"record format {record.get('format')!r}, not {RUN_FILE_FORMAT}: tools/migrate_studies.py converts it"
+    return record
 
 
 def write_run(path: str | os.PathLike, record: dict[str, Any]) -> None:
@@ -79,9 +95,14 @@ def write_run(path: str | os.PathLike, record: dict[str, Any]) -> None:
         tmp.write_bytes(gzip.compress(data, mtime=0))  # mtime 0: the same record gives the same bytes
 
 
+def record_paths(out: str | os.PathLike) -> list[Path]:
+    """The path of every run record under ``<out>/runs``, sorted (readable or not)."""
+    return sorted((Path(out) / "runs").glob(f"*/*/seed_*{RECORD_SUFFIX}"))
+
+
 def iter_runs(out: str | os.PathLike) -> Iterable[dict]:
-    """Every run record under ``<out>/runs``."""
-    for path in sorted((Path(out) / "runs").glob(f"*/*/seed_*{RECORD_SUFFIX}")):
+    """Every readable run record under ``<out>/runs``."""
+    for path in record_paths(out):
         record = read_run(path)
         if record is not None:
             yield record
@@ -89,22 +110,22 @@ def iter_runs(out: str | os.PathLike) -> Iterable[dict]:
 
 def unreadable_runs(out: str | os.PathLike, envs: Iterable[str], variants: Iterable[str]) -> list[dict]:
     """
-    The run files under ``<out>/runs`` that exist but cannot be read (corrupt or truncated): rerunning the study
-    redoes those runs.
+    The run files under ``<out>/runs`` that exist but cannot be read (corrupt or truncated, or of another record
+    format): rerunning the study redoes those runs.
 
     :return: for each, a failed-run entry (``env``, ``variant``, ``seed``, ``status: "unreadable"``, ``error``)
     """
     env_names, variant_names = {safe_name(e): e for e in envs}, {safe_name(v): v for v in variants}
     entries = []
-    for path in sorted((Path(out) / "runs").glob(f"*/*/seed_*{RECORD_SUFFIX}")):
-        if read_run(path) is None:
+    for path in record_paths(out):
+        if isinstance(why := _load(path), str):
             env, variant = path.parent.parent.name, path.parent.name
             entries.append({
                 "env": env_names.get(env, env),
                 "variant": variant_names.get(variant, variant),
                 "seed": int(seed) if (seed := run_stem(path).name.removeprefix("seed_")).isdigit() else -1,
                 "status": "unreadable",
-                "error": f"unreadable run record {path} (corrupt or truncated); rerunning the study redoes the run",
+                "error": f"unreadable run record {path} ({why}); rerunning the study redoes the run",
             })  # fmt: skip
     return entries
 

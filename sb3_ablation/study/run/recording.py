@@ -1,0 +1,52 @@
+"""A run's record: begun before the run (:func:`new_record`), completed after it (:func:`finish_record`)."""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+import numpy as np
+
+from sb3_ablation.study.plan.records import RunRecord, RunTask, timestamp
+from sb3_ablation.study.run.run_warnings import RunWarnings
+from sb3_ablation.study.store.runs import finite_or_none
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries a run depends on, recorded with every run."""
+    import gymnasium
+    import stable_baselines3
+    import torch
+
+    import sb3_ablation
+
+    return {
+        "sb3_ablation": sb3_ablation.__version__,
+        "stable_baselines3": stable_baselines3.__version__,
+        "torch": torch.__version__,
+        "gymnasium": gymnasium.__version__,
+        "numpy": np.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def new_record(task: RunTask, **entries: Any) -> RunRecord:
+    """The record of a run before it has run: its settings, versions and host, ``"status": "failed"`` until done."""
+    return RunRecord.of(task, versions=library_versions(), host=platform.node(), **entries)
+
+
+def finish_record(record: RunRecord, evaluator: Any, run_warnings: RunWarnings, wall_time_s: float) -> dict[str, Any]:
+    """
+    The record with the run's evaluations, diagnostics, warnings and times, as written (ready for JSON).
+
+    :param evaluator: the run's evaluation callback (``None``: the run failed before it was built)
+    """
+    if evaluator is not None:
+        record.evaluations = evaluator.history
+        record.value_episodes = evaluator.value_episodes
+        record.diagnostics = evaluator.diagnostics
+        record.eval_time_s = evaluator.eval_time_s
+    record.warnings = run_warnings.messages()
+    record.wall_time_s = wall_time_s
+    record.finished_at = timestamp()
+    return finite_or_none(record.to_json())
