@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a sourc
 from sb3_ablation.study.analyse.results import load_study
 from sb3_ablation.study.analyse.statistics import outcome_statistics
 
-METRICS = {"mean_return": "final return", "bias": "overestimation at the end"}
+METRICS = {"mean_return": "final return", "overestimation": "overestimation at the end"}
 
 
 def _ci(interval) -> str:
