@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from sb3_ablation.common.buffers import empty_like
 from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.run.manager import make_manager
 from sb3_ablation.study.store.checkpoints import REPLAY_BUFFER_FILE, RunCheckpoints, restore_replay_buffer
@@ -64,15 +65,7 @@ def build(engine: str, seeds: int, buffer_size: int, net_arch: str, learning_sta
 
 def fresh_buffer(buffer: Any) -> Any:
     """An empty buffer of ``buffer``'s class and settings, as a model's constructor preallocates it."""
-    return type(buffer)(
-        buffer.buffer_size * buffer.n_envs,
-        buffer.observation_space,
-        buffer.action_space,
-        device=buffer.device,
-        n_envs=buffer.n_envs,
-        optimize_memory_usage=buffer.optimize_memory_usage,
-        handle_timeout_termination=buffer.handle_timeout_termination,
-    )
+    return empty_like(buffer, type(buffer))
 
 
 def same_buffer(a: Any, b: Any) -> bool:

@@ -18,6 +18,19 @@ BufferT = TypeVar("BufferT", bound=ReplayBuffer)
 STORAGE = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts", "pos", "full")
 
 
+def empty_like(buffer: ReplayBuffer, buffer_class: type[BufferT]) -> BufferT:
+    """An empty ``buffer_class`` buffer with ``buffer``'s settings, preallocated as a model's constructor does."""
+    return buffer_class(
+        buffer.buffer_size * buffer.n_envs,  # the constructor divides the total size by n_envs
+        buffer.observation_space,
+        buffer.action_space,
+        device=buffer.device,
+        n_envs=buffer.n_envs,
+        optimize_memory_usage=buffer.optimize_memory_usage,
+        handle_timeout_termination=buffer.handle_timeout_termination,
+    )
+
+
 def sharing_storage(buffer: ReplayBuffer, buffer_class: type[BufferT]) -> BufferT:
     """
     A ``buffer_class`` buffer with ``buffer``'s state: built with ``buffer``'s settings, then given its arrays (not
@@ -29,15 +42,7 @@ def sharing_storage(buffer: ReplayBuffer, buffer_class: type[BufferT]) -> Buffer
     with warnings.catch_warnings():
         # SB3 compares the new buffer's size with the free memory, which the shared storage already takes
         warnings.filterwarnings("ignore", message="This system does not have apparently enough memory")
-        shared = buffer_class(
-            buffer.buffer_size * buffer.n_envs,  # the constructor divides the total size by n_envs
-            buffer.observation_space,
-            buffer.action_space,
-            device=buffer.device,
-            n_envs=buffer.n_envs,
-            optimize_memory_usage=buffer.optimize_memory_usage,
-            handle_timeout_termination=buffer.handle_timeout_termination,
-        )
+        shared = empty_like(buffer, buffer_class)
     for name in STORAGE:
         if hasattr(buffer, name):  # (no next_observations with optimize_memory_usage)
             setattr(shared, name, getattr(buffer, name))

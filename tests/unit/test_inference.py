@@ -25,7 +25,6 @@ from sb3_ablation.study.analyse.robust import (
     failure_rate,
     hodges_lehmann,
     paired_failure_test,
-    random_effects,
     sequential_boundaries,
     sequential_decision,
     worst_mean,
@@ -131,23 +130,6 @@ def test_sequential_boundaries_and_their_error_under_the_null():
     rejected = np.any(np.abs(z) >= np.array(boundaries), axis=1).mean()
     assert rejected <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 20_000)
     assert sequential_decision([0.5, 0.001, 0.2], boundaries) == 1 and sequential_decision([0.5, 0.5], boundaries) is None
-
-
-def test_random_effects_on_the_bcg_vaccine_trials():
-    # Colditz et al. 1994 (metafor's dat.bcg): tpos, tneg, cpos, cneg of the 13 trials; log risk ratios
-    trials = [
-        (4, 119, 11, 128), (6, 300, 29, 274), (3, 228, 11, 209), (62, 13536, 248, 12619), (33, 5036, 47, 5761),
-        (180, 1361, 372, 1079), (8, 2537, 10, 619), (505, 87886, 499, 87892), (29, 7470, 45, 7232),
-        (17, 1699, 65, 1600), (186, 50448, 141, 27197), (5, 2493, 3, 2338), (27, 16886, 29, 17825),
-    ]  # fmt: skip
-    a, b, c, d = (np.array(column, dtype=float) for column in zip(*trials, strict=True))
-    effects = np.log((a / (a + b)) / (c / (c + d)))
-    variances = 1 / a - 1 / (a + b) + 1 / c - 1 / (c + d)
-    meta = random_effects(effects, variances)
-    # metafor: rma(measure="RR", method="DL"): estimate -0.7141, tau^2 0.3088, I^2 92.12%, Q 152.23
-    assert meta.estimate == pytest.approx(-0.7141, abs=5e-4) and meta.tau2 == pytest.approx(0.3088, abs=5e-4)
-    assert meta.i2 == pytest.approx(0.9212, abs=5e-4) and meta.q == pytest.approx(152.23, abs=0.01) and meta.k == 13
-    assert meta.ci_low < meta.estimate < meta.ci_high < 0
 
 
 def test_real_difference_differs():
