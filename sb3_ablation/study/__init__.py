@@ -1,7 +1,8 @@
 """The ablation study, in five layers; each imports only from itself and the layers above it in this list:
 
 - plan: :mod:`~sb3_ablation.study.plan` — what a study is before anything runs: the variants
-  (:mod:`~sb3_ablation.study.plan.variants`), the factorial designs (:mod:`~sb3_ablation.study.plan.designs`), the run task and record format
+  (:mod:`~sb3_ablation.study.plan.variants`), the factorial designs (:mod:`~sb3_ablation.study.plan.designs`), the
+  run task and record format
   (:mod:`~sb3_ablation.study.plan.records`), the settings and runs (:mod:`~sb3_ablation.study.plan.config`) and the
   analysis plan (:mod:`~sb3_ablation.study.plan.analysis_plan`);
 - store: :mod:`~sb3_ablation.study.store` — what is on disk: run records (:mod:`~sb3_ablation.study.store.runs`),
