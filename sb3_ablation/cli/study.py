@@ -7,11 +7,15 @@ import importlib.util
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sb3_ablation.study.plan.analysis_plan import OUTCOMES, PlanError, parse_margins
+from sb3_ablation.study.plan.analysis_plan import OUTCOMES, AnalysisPlan, PlanError, parse_margins
 from sb3_ablation.study.plan.config import BACKENDS, SeedList, StudyConfig, StudyError, load_config_file
+from sb3_ablation.study.plan.variants import baseline_name
 from sb3_ablation.zoo.train import one_line_usage_errors
+
+if TYPE_CHECKING:
+    from sb3_ablation.study.run.runner import StudyResult
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -176,7 +180,7 @@ def _run(config: StudyConfig, write_report_after: bool) -> int:
 
     started = time.time()
     try:
-        result = run_study(config)
+        result = _run_looks(config) if AnalysisPlan.from_dict(config.analysis).looks else run_study(config)
     except KeyboardInterrupt:
         print(
             f"\ninterrupted: finished runs are kept in {config.out}; rerun the same command to do the rest",
@@ -189,6 +193,60 @@ def _run(config: StudyConfig, write_report_after: bool) -> int:
     else:
         print(f"next: sb3-ablation report {config.out}")
     return EXIT_RUNS_FAILED if result.failed else EXIT_OK
+
+
+def _run_looks(config: StudyConfig) -> StudyResult:
+    """
+    A study whose plan declares group-sequential looks: the seeds in blocks up to each look (the study's seeds in
+    increasing order), each block only for the baseline and the comparisons the looks so far have left open.
+    """
+    from dataclasses import replace
+
+    from sb3_ablation.study.analyse.sequential import OPEN
+    from sb3_ablation.study.render.report import study_model
+    from sb3_ablation.study.run.runner import StudyResult, run_study
+
+    plan = AnalysisPlan.from_dict(config.analysis)
+    names = [variant.name for variant in config.variant_objects]
+    baseline = baseline_name(names)
+    seeds = sorted(plan.seeds or config.seeds)
+    if baseline is None:
+        raise StudyError(f"analysis.looks compares every variant with td3, which is not among the variants {names}")
+    if len(seeds) < plan.looks[-1]:
+        raise StudyError(
+            f"analysis.looks ends at {plan.looks[-1]} seeds but the study has {len(seeds)} ({seeds}); "
+            f"give at least {plan.looks[-1]} seeds"
+        )
+    total = StudyResult(out=str(config.out), total=0)
+    still_open = {env: [v for v in names if v != baseline] for env in config.envs}
+    for k, n in enumerate(plan.looks):
+        by_open: dict[tuple[str, ...], list[str]] = {}
+        for env, open_variants in still_open.items():
+            if open_variants:
+                by_open.setdefault(tuple(open_variants), []).append(env)
+        for group, envs in by_open.items():
+            print(f"look {k + 1} of {len(plan.looks)} ({n} seeds): {', '.join(envs)}: {baseline} and {len(group)} open")
+            block = replace(config, envs=envs, variants=[baseline, *group], seeds=SeedList(seeds[:n]))
+            result = run_study(block)
+            total.total += result.total
+            total.skipped += result.skipped
+            total.ok += result.ok
+            total.warned += result.warned
+            total.failed += result.failed
+        if total.failed:
+            print("failed runs: the look cannot be analysed; rerun the same command to retry them", file=sys.stderr)
+            return total
+        model, _ = study_model(config.out, reps=100)
+        for e in model.envs:
+            primary = e.outcome(model.plan.primary)
+            if e.env in still_open and primary is not None and primary.sequential is not None:
+                decisions = primary.sequential.decisions
+                still_open[e.env] = [v for v in still_open[e.env] if decisions.get(v) and decisions[v].verdict == OPEN]
+                closed = {v: d.verdict for v, d in decisions.items() if d.verdict != OPEN}
+                print(f"look {k + 1}, {e.env}: {', '.join(f'{v} {d}' for v, d in closed.items()) or 'none decided'}")
+        if not any(still_open.values()):
+            break
+    return total
 
 
 def _report(out: str, reps: int | None = None, seed: int | None = None, **plan_changes) -> Path:

@@ -2,6 +2,7 @@
 fixed outside the results, failures counted, warnings and figures."""
 
 import re
+from dataclasses import replace as dataclasses_replace
 
 import numpy as np
 import pytest
@@ -426,3 +427,75 @@ def test_a_factorial_study_gets_its_factorial_section_with_yates_effects_and_plo
     loo = tmp_path / "loo"
     write_study(loo, leave_one_out(), seeds=range(5))
     assert "factorial analysis" not in write_report(loo, reps=REPS).read_text()
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Group-sequential looks: the report and the study's blocks of seeds
+# ----------------------------------------------------------------------------------------------------------------------
+
+LOOKS_PLAN = {"looks": [5, 10], "test": "t", "equivalence_test": "t"}
+
+
+def test_a_sequential_report_stops_a_clear_effect_at_the_first_look_and_keeps_the_rest_open(tmp_path):
+    write_study(tmp_path, leave_one_out(), seeds=range(5), analysis=AnalysisPlan.from_dict(LOOKS_PLAN).to_dict())
+    text = write_report(tmp_path, reps=REPS).read_text()
+    looks = read_json(tmp_path / "report.json")["envs"]["Pendulum-v1"]["outcomes"]["final_window"]["sequential"]
+    stopped, still_open = looks["decisions"]["no_replay_buffer"], looks["decisions"]["no_clipped_double_q"]
+    assert looks["looks"] == [5, 10] and looks["reached"] == 1 and looks["seed_order"] == [0, 1, 2, 3, 4]
+    assert stopped["verdict"] == "differs" and stopped["look"] == 0 and stopped["p_values"][1] is None
+    assert still_open["verdict"] == "open" and still_open["look"] is None and still_open["p_equivalence"] is None
+    assert entry(tmp_path, "no_clipped_double_q")["verdict"] == "unresolved"
+    assert "open: next block of seeds" in text and "differs at look 1" in text and "conditional bias" in text
+
+
+def test_a_sequential_study_runs_the_next_block_only_for_open_comparisons(tmp_path, monkeypatch):
+    from sb3_ablation.cli.study import _run_looks
+    from sb3_ablation.study.plan.config import StudyConfig
+    from sb3_ablation.study.run import runner
+
+    outcomes = leave_one_out()
+    blocks = []
+
+    def fake_run_study(config):
+        """Write the block's runs as records with known outcomes, as a study would (and its manifest, once)."""
+        variants = [v.name for v in config.variant_objects]
+        blocks.append((variants, list(config.seeds)))
+        if not (tmp_path / "study.json").exists():
+            declared = {"analysis": config.analysis, "analysis_declared": {"at": "now", "finished_runs": 0}}
+            write_json_atomic(tmp_path / "study.json", manifest(config.envs, variants, config.seeds, **declared))
+        for variant in variants:
+            for seed in config.seeds:
+                final, overestimation = outcomes[("Pendulum-v1", variant)](seed)
+                record = run_record("Pendulum-v1", variant, seed, final, overestimation)
+                write_run(run_path(tmp_path, "Pendulum-v1", variant, seed), record)
+        return runner.StudyResult(out=str(tmp_path), total=len(variants) * len(config.seeds), ok=1)
+
+    monkeypatch.setattr(runner, "run_study", fake_run_study)
+    config = StudyConfig(
+        envs=["Pendulum-v1"],
+        variants=["td3", "no_replay_buffer", "no_clipped_double_q"],
+        seeds=10,
+        out=str(tmp_path),
+        analysis=LOOKS_PLAN,
+    )
+    _run_looks(config)
+    assert blocks == [
+        (["td3", "no_replay_buffer", "no_clipped_double_q"], [0, 1, 2, 3, 4]),
+        (["td3", "no_clipped_double_q"], list(range(10))),
+    ]
+    decisions = read_json(write_report(tmp_path, reps=REPS).with_name("report.json"))["envs"]["Pendulum-v1"]
+    decisions = decisions["outcomes"]["final_window"]["sequential"]["decisions"]
+    assert decisions["no_replay_buffer"]["look"] == 0 and decisions["no_clipped_double_q"]["verdict"] == "equivalent"
+
+
+def test_a_sequential_study_needs_td3_and_enough_seeds(tmp_path):
+    from sb3_ablation.cli.study import _run_looks
+    from sb3_ablation.study.plan.config import StudyConfig, StudyError
+
+    config = StudyConfig(envs=["Pendulum-v1"], variants=["td3", "no_replay_buffer"], seeds=8, out=str(tmp_path / "a"))
+    with pytest.raises(StudyError, match=r"analysis.looks ends at 10 seeds but the study has 8"):
+        _run_looks(dataclasses_replace(config, analysis=LOOKS_PLAN))
+    config = StudyConfig(envs=["Pendulum-v1"], variants=["ddpg", "no_replay_buffer"], seeds=10, out=str(tmp_path / "b"))
+    with pytest.raises(StudyError, match="td3, which is not among the variants"):
+        _run_looks(dataclasses_replace(config, analysis=LOOKS_PLAN))
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sb3_ablation.study.analyse.sequential import nominal_alpha, sequential_boundaries, sequential_decision, spent_alpha
+from sb3_ablation.study.analyse.robust import DIFFERS, EQUIVALENT, UNRESOLVED, paired_p_values, tost_p_value
+from sb3_ablation.study.analyse.sequential import (
+    OPEN,
+    nominal_alpha,
+    sequential_boundaries,
+    sequential_decision,
+    sequential_family,
+    spent_alpha,
+)
 
 
 def _mc_limit(rate: float, draws: int, z: float = 2.0) -> float:
@@ -67,3 +75,100 @@ def test_sequential_decision_stops_at_the_first_crossing():
     assert sequential_decision([math.nan, 0.5, 0.04], boundaries) == 2  # 0.04 < nominal 0.0478 at the last look
     with pytest.raises(ValueError, match="increasing"):
         sequential_boundaries([10, 5], 0.05)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# A family at the same looks (Maurer-Bretz, Holm-type)
+# ----------------------------------------------------------------------------------------------------------------------
+
+LOOKS = (5, 10, 20)
+
+
+def _look_p_values(d: np.ndarray, looks=LOOKS, test: str = "wilcoxon") -> np.ndarray:
+    """The paired test's p-value at each look, for rows of per-seed differences (rows x seeds) -> rows x looks."""
+    return np.stack([paired_p_values(d[:, :n], test) for n in looks], axis=1)
+
+
+def _arms(rng: np.random.Generator, shape: tuple[int, ...], failure: float) -> np.ndarray:
+    """One arm's returns: t3 noise, and a collapse (-50 SDs) in a ``failure`` share of the seeds."""
+    return rng.standard_t(3, size=shape) - 50.0 * (rng.random(shape) < failure)
+
+
+def _family_errors(d: np.ndarray, margin: float, looks=LOOKS) -> tuple[int, int]:
+    """How many simulated families (families x comparisons x seeds) make a false differs / any equivalent claim."""
+    families, m, n = d.shape
+    p = _look_p_values(d.reshape(families * m, n), looks).reshape(families, m, len(looks))
+    tost = tost_p_value(d.reshape(families * m, n)[:, : looks[-1]], "wilcoxon", margin).reshape(families, m)
+    differs = equivalent = 0
+    for r in range(families):
+        names = [f"v{i}" for i in range(m)]
+        decisions = sequential_family(
+            {name: p[r, i] for i, name in enumerate(names)}, {name: tost[r, i] for i, name in enumerate(names)}, looks, 0.05
+        )
+        verdicts = {decision.verdict for decision in decisions.values()}
+        differs += DIFFERS in verdicts
+        equivalent += EQUIVALENT in verdicts
+    return differs, equivalent
+
+
+def test_the_familys_error_under_the_null_is_at_most_alpha_with_heavy_tails_and_failures():
+    rng = np.random.default_rng(3)
+    families = 1500
+    for failure in (0.0, 0.2):
+        d = _arms(rng, (families, 4, 20), failure) - _arms(rng, (families, 4, 20), failure)
+        false_differs, _ = _family_errors(d, margin=0.5)
+        assert false_differs / families <= _mc_limit(0.05, families)
+
+
+def test_equivalence_is_not_claimed_falsely_at_the_margin():
+    # every comparison's true pseudo-median sits on the margin: any equivalent is a false claim
+    rng = np.random.default_rng(4)
+    families = 1500
+    d = rng.normal(size=(families, 4, 20)) + 1.0
+    _, false_equivalent = _family_errors(d, margin=1.0)
+    assert false_equivalent / families <= _mc_limit(0.05, families)
+
+
+def test_testing_every_look_at_the_one_look_level_is_what_the_boundaries_prevent():
+    # the same null samples at four looks: testing each at alpha errs far more often than alpha, the design does not
+    rng = np.random.default_rng(5)
+    draws, looks = 4000, (5, 10, 15, 20)
+    p = _look_p_values(rng.normal(size=(draws, 20)), looks, test="t")
+    naive = (p.min(axis=1) <= 0.05).mean()
+    designed = np.mean([sequential_family({"v": row}, {}, looks, 0.05)["v"].verdict == DIFFERS for row in p])
+    assert naive > 0.09 and designed <= _mc_limit(0.05, draws)
+
+
+def test_a_consistent_shift_with_two_collapses_stops_for_differs():
+    shifted = np.array([-599.8, -368.5, -58.7, -27.1, -26.2, -23.5, -19.9, -13.6, -4.9, -0.9] * 2)
+    p = _look_p_values(shifted[None, :])[0]
+    decisions = sequential_family({"no_target_networks": p}, {}, LOOKS, 0.05, equivalence_claims=False)
+    decision = decisions["no_target_networks"]
+    # Wilcoxon at 5 seeds cannot go below p = 1/16 (two-sided): the first look cannot stop; the second does
+    assert p[0] == pytest.approx(1 / 16) and decision.boundaries[0] > stats.norm.isf(1 / 32)
+    assert decision.verdict == DIFFERS and decision.look == 1 and decision.level == 0.05
+
+
+def test_a_rejection_frees_its_share_of_alpha_for_the_others():
+    looks = (10, 20)
+    alone = sequential_boundaries(looks, 0.05)
+    half = sequential_boundaries(looks, 0.025)
+    # "b" crosses at the last look at level alpha but not at alpha / 2; "a" crosses at the first look at alpha / 2
+    p_b = 2 * stats.norm.sf((alone[1] + half[1]) / 2)
+    p_a = 2 * stats.norm.sf(half[0] + 0.1)
+    decisions = sequential_family({"a": [p_a], "b": [0.5, p_b]}, {}, looks, 0.05, equivalence_claims=False)
+    assert decisions["a"].verdict == DIFFERS and decisions["a"].look == 0
+    assert decisions["b"].verdict == DIFFERS and decisions["b"].look == 1 and decisions["b"].level == 0.05
+    # without "a"'s rejection "b" stays unresolved
+    decisions = sequential_family({"a": [0.9, 0.9], "b": [0.5, p_b]}, {}, looks, 0.05, equivalence_claims=False)
+    assert decisions["b"].verdict == UNRESOLVED and decisions["b"].level == 0.025
+
+
+def test_open_until_the_last_look_then_unresolved_or_equivalent():
+    decisions = sequential_family({"a": [0.5], "b": [0.4, 0.3, 0.2]}, {"b": 1e-4}, LOOKS, 0.05)
+    assert decisions["a"].verdict == OPEN and decisions["a"].looks_reached == 1 and decisions["a"].look is None
+    assert decisions["b"].verdict == EQUIVALENT and decisions["b"].look == 2
+    # Shaffer's divisor: two comparisons, each with a hypothesis left
+    assert decisions["b"].level == 0.025
+    decisions = sequential_family({"b": [0.4, 0.3, 0.2]}, {"b": 0.2}, LOOKS, 0.05)
+    assert decisions["b"].verdict == UNRESOLVED and decisions["b"].p_equivalence == 0.2

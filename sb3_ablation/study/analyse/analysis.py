@@ -23,10 +23,18 @@ import numpy as np
 
 from sb3_ablation.study.analyse.across import AcrossTasks, across_tasks
 from sb3_ablation.study.analyse.failures import env_failures
-from sb3_ablation.study.analyse.inference import GUARANTEE, compare_family
-from sb3_ablation.study.analyse.model import EnvResult, Margin, OutcomeResult
+from sb3_ablation.study.analyse.inference import (
+    GUARANTEE,
+    Comparison,
+    compare_family,
+    minimum_detectable_effect,
+    seeds_needed,
+)
+from sb3_ablation.study.analyse.model import EnvResult, Looks, Margin, OutcomeResult
 from sb3_ablation.study.analyse.outcomes import OutcomeSpec, outcome_spec, outcome_values, study_references, value_span
 from sb3_ablation.study.analyse.results import StudyData
+from sb3_ablation.study.analyse.robust import TEST_NAMES, UNRESOLVED, paired_p_values, tost_p_value
+from sb3_ablation.study.analyse.sequential import OPEN, SEQUENTIAL_GUARANTEE, sequential_family
 from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, outcome_statistics
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, env_margin
 
@@ -59,7 +67,7 @@ class ReportModel:
 
     @property
     def guarantee(self) -> str:
-        return GUARANTEE
+        return SEQUENTIAL_GUARANTEE if self.plan.looks else GUARANTEE
 
 
 def _margin(data: StudyData, env: str, plan: AnalysisPlan, spec: OutcomeSpec, baseline_values: np.ndarray) -> Margin:
@@ -100,6 +108,72 @@ def restricted(data: StudyData, seeds: set[int], keep: bool = True) -> StudyData
     return dataclasses.replace(data, runs={env: by_variant for env, by_variant in runs.items() if by_variant})
 
 
+def _sequential(
+    stats: dict[str, VariantStats], baseline: str, plan: AnalysisPlan, margin: float, seed: int
+) -> tuple[Looks, dict[str, Comparison]]:
+    """
+    The primary outcome's family under the plan's group-sequential design
+    (:func:`~sb3_ablation.study.analyse.sequential.sequential_family`): look k takes the first ``looks[k]`` of the
+    baseline's seeds in increasing order (the confirmatory seeds, where the plan names them). Each comparison's
+    estimate and interval are those of the look that decided it, or of the last look reached.
+    """
+    order = tuple(sorted(stats[baseline].seeds))[: plan.looks[-1]]
+    reached = sum(1 for n in plan.looks if n <= len(order))
+    has_margin = bool(math.isfinite(margin) and margin > 0)
+    p_values: dict[str, list[float]] = {}
+    p_equivalence: dict[str, float] = {}
+    by_seed: dict[str, dict[int, float]] = {}
+    for variant, s in stats.items():
+        if variant == baseline:
+            continue
+        by_seed[variant] = dict(zip(s.paired_seeds, s.paired_diffs, strict=True))
+        p_values[variant] = []
+        for n in plan.looks[:reached]:
+            block = order[:n]
+            if not all(k in by_seed[variant] for k in block):
+                break  # a run of this look is missing: the look is not reached for this comparison
+            d = np.array([by_seed[variant][k] for k in block])
+            p_values[variant].append(float(paired_p_values(d, plan.test, 0.0, "two-sided", seed)))
+        if has_margin and len(p_values[variant]) == len(plan.looks):
+            d = np.array([by_seed[variant][k] for k in order])
+            p_equivalence[variant] = float(tost_p_value(d, plan.equivalence_test, margin, seed))
+    exclusive = plan.equivalence_test == plan.test
+    decisions = sequential_family(p_values, p_equivalence, plan.looks, plan.alpha, plan.boundary, exclusive, has_margin)
+    description = (
+        f"{TEST_NAMES[plan.test]} at group-sequential looks ({', '.join(map(str, plan.looks))} seeds, "
+        f"{plan.boundary} alpha spending); equivalence: TOST with the {TEST_NAMES[plan.equivalence_test]} at the last "
+        f"look; one family-wise alpha for differs and equivalent (Maurer-Bretz, {'Shaffer' if exclusive else 'Holm'})"
+    )
+    comparisons = {}
+    for variant, decision in decisions.items():
+        look = decision.look if decision.look is not None else decision.looks_reached - 1
+        block = order[: plan.looks[look]] if look >= 0 else ()
+        d = np.array([by_seed[variant][k] for k in block])
+        one = compare_family({variant: d}, plan.alpha, margin, plan.power, MIN_RUNS, plan.test, seed, plan.equivalence_test)
+        if decision.verdict == OPEN:
+            nxt = plan.looks[decision.looks_reached]
+            reason = f"open: the design's next look is at {nxt} seeds"
+        elif decision.verdict == UNRESOLVED:
+            reason = f"neither boundary reached by the last look ({plan.looks[-1]} seeds)"
+        else:
+            reason = ""
+        comparisons[variant] = dataclasses.replace(
+            one[variant],
+            verdict=UNRESOLVED if decision.verdict == OPEN else decision.verdict,
+            p_adjusted=math.nan,
+            p_equivalence=decision.p_equivalence,
+            p_equivalence_adjusted=math.nan,
+            family_size=len(decisions),
+            # at the comparison's share of alpha, as for one look (the design's boundaries cost a little more)
+            mde=minimum_detectable_effect(one[variant].sd, len(d), decision.level, plan.power),
+            seeds_needed=seeds_needed(one[variant].effect, one[variant].sd, decision.level, plan.power),
+            test=description,
+            reason=reason,
+            within=False,
+        )
+    return Looks(plan.looks, plan.boundary, order, reached, decisions), comparisons
+
+
 def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisPlan, reps: int, seed: int) -> EnvResult:
     by_variant = data.runs.get(env, {})
     variants = [v for v in data.variants if v in by_variant]
@@ -137,7 +211,10 @@ def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisP
             if baseline in stats
             else {}
         )
-        outcomes.append(OutcomeResult(spec, key == plan.primary, stats, comparisons, margin))
+        looks = None
+        if plan.looks and key == plan.primary and baseline in stats:
+            looks, comparisons = _sequential(stats, baseline, plan, margin.value, seed)
+        outcomes.append(OutcomeResult(spec, key == plan.primary, stats, comparisons, margin, looks))
     seeds = sorted({run.seed for runs in by_variant.values() for run in runs})
     failures = env_failures(data, env, baseline, plan)
     return EnvResult(env, steps, window, untrained, outcomes, failures, study_references(data, env), seeds)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sb3_ablation.study.analyse.failures import EnvFailures
 from sb3_ablation.study.analyse.inference import Comparison
 from sb3_ablation.study.analyse.outcomes import OutcomeSpec
+from sb3_ablation.study.analyse.sequential import SequentialDecision
 from sb3_ablation.study.analyse.statistics import VariantStats
 from sb3_ablation.study.plan.analysis_plan import TaskReferences
 
@@ -37,6 +38,26 @@ class OutcomeResult:
     stats: dict[str, VariantStats]  # per variant: IQM and mean with bootstrap CIs (effect sizes, not corrected)
     comparisons: dict[str, Comparison]  # per variant other than the baseline
     margin: Margin
+    sequential: Looks | None = None  # the group-sequential design's looks, where the plan declares them
+
+
+@dataclass(frozen=True)
+class Looks:
+    """
+    The primary outcome's group-sequential analysis on one env.
+
+    :param looks: the design's seed counts
+    :param boundary: its alpha-spending boundary
+    :param seed_order: the seeds in the order the looks take them (the baseline's, increasing)
+    :param reached: how many looks the baseline's seeds reach
+    :param decisions: per variant other than the baseline
+    """
+
+    looks: tuple[int, ...]
+    boundary: str
+    seed_order: tuple[int, ...]
+    reached: int
+    decisions: dict[str, SequentialDecision]
 
 
 @dataclass

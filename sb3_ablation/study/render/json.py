@@ -10,6 +10,7 @@ from sb3_ablation.study.analyse.failures import FailureCount
 from sb3_ablation.study.analyse.inference import Comparison
 from sb3_ablation.study.analyse.model import EnvResult
 from sb3_ablation.study.analyse.statistics import VariantStats
+from sb3_ablation.study.render.sequential import looks_json
 from sb3_ablation.study.render.summaries import summary_across_tasks, summary_per_task
 
 
@@ -77,6 +78,8 @@ def _env_json(e: EnvResult, baseline: str | None) -> dict[str, Any]:
                 "margin_span_share": _number(o.margin.span_share),
                 "baseline": baseline_json(o.stats.get(baseline or "")),
                 "variants": {v: comparison_json(c, o.stats.get(v)) for v, c in o.comparisons.items()},
+                # only where the plan declares looks: reports of fixed designs keep their shape
+                **({"sequential": looks_json(o.sequential)} if o.sequential is not None else {}),
             }
             for o in e.outcomes
         },

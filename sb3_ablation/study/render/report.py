@@ -53,6 +53,7 @@ from sb3_ablation.study.render.figures import (
 )
 from sb3_ablation.study.render.json import model_json
 from sb3_ablation.study.render.plan import plan_banner, plan_section
+from sb3_ablation.study.render.sequential import looks_lines
 from sb3_ablation.study.render.summaries import findings_markdown
 from sb3_ablation.study.render.tables import (
     bootstrap_method,
@@ -215,6 +216,8 @@ def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict
         tag = "primary" if result.primary else "secondary"
         lines += [f"**{result.outcome.name.capitalize()}** ({tag}; {result.outcome.definition}):", ""]
         lines += outcome_table(result, baseline, what=result.primary)
+        if result.sequential is not None:
+            lines += looks_lines(result.sequential, plan.alpha)
         if any(not c.reason.startswith("n =") for c in result.comparisons.values()):
             lines += [table_legend(result, plan), ""]
     lines += [f"IQM brackets: {bootstrap_method(reps, seed_counts(primary.stats))} (effect sizes, not corrected).", ""]

@@ -118,6 +118,8 @@ def table_legend(result: OutcomeResult, plan: AnalysisPlan) -> str:
     family = max((c.family_size for c in result.comparisons.values()), default=0)
     same = plan.equivalence_test == plan.test
     step = "Shaffer's step-down: at most one of a comparison's two claims can be false" if same else "Holm's step-down"
+    if result.sequential is not None:
+        step = "the group-sequential looks below decide instead of adjusted p-values, n/a here"
     return (
         f"Paired Δ: the {TEST_NAMES[plan.test]} estimate of the per-seed differences (variant - baseline; a seed's runs "
         f"share initial weights and evaluation episodes) with its 95% interval. p no difference: that test, two-sided; "

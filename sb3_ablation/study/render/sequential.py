@@ -1,0 +1,83 @@
+"""The report's account of a group-sequential design: per comparison, each look's p-value against its boundary, the
+alpha spent by each look, where the design stopped and what is still open."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from sb3_ablation.study.analyse.model import Looks
+from sb3_ablation.study.analyse.robust import DIFFERS
+from sb3_ablation.study.analyse.sequential import BIAS_NOTE, OPEN, nominal_alpha, spent_alpha
+from sb3_ablation.study.render.format import fmt_p
+
+
+def _look_cell(p: float, boundary: float, crossed: bool) -> str:
+    if math.isnan(p):
+        return "not reached"
+    level = nominal_alpha([boundary])[0]
+    return f"{'**' if crossed else ''}p {fmt_p(p)}{'**' if crossed else ''} vs {fmt_p(level)}"
+
+
+def looks_lines(looks: Looks, alpha: float) -> list[str]:
+    """
+    A table of the design's looks for one env's primary outcome, with the alpha spent and the note on estimates after
+    early stopping.
+
+    :param looks: the env's sequential analysis
+    :param alpha: the family-wise level
+    """
+    n_last = looks.looks[-1]
+    spent = [spent_alpha(looks.boundary, n / n_last, alpha) for n in looks.looks]
+    header = "| variant | " + " | ".join(f"look {k + 1}: {n} seeds" for k, n in enumerate(looks.looks)) + " | decision |"
+    lines = [
+        f"**Group-sequential looks** ({looks.boundary} alpha spending; {looks.reached} of {len(looks.looks)} looks "
+        f"reached; look k uses the baseline's first seeds in increasing order: "
+        f"{', '.join(map(str, looks.seed_order[: looks.looks[max(looks.reached - 1, 0)]]))}). Alpha spent by each look "
+        f"at the family's level {alpha:g}: " + ", ".join(f"{a:.4f}" for a in spent) + "; each comparison spends its "
+        "share of it (the level column), and a rejection passes its share to the others. A cell shows the look's "
+        "p-value against its boundary as a nominal level.",
+        "",
+        header,
+        "|---|" + "---|" * len(looks.looks) + "---|",
+    ]
+    for variant, decision in looks.decisions.items():
+        cells = [
+            _look_cell(p, c, decision.verdict == DIFFERS and decision.look == k)
+            for k, (p, c) in enumerate(zip(decision.p_values, decision.boundaries, strict=True))
+        ]
+        stop = (
+            f"{decision.verdict} at look {decision.look + 1}"
+            if decision.look is not None
+            else "open: next block of seeds"
+            if decision.verdict == OPEN
+            else decision.verdict
+        )
+        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {stop} (level {decision.level:.4g}) |")
+    lines += ["", BIAS_NOTE, ""]
+    return lines
+
+
+def looks_json(looks: Looks) -> dict[str, Any]:
+    """The sequential analysis as plain JSON (non-finite numbers as null)."""
+
+    def number(x: float) -> float | None:
+        return x if math.isfinite(x) else None
+
+    return {
+        "looks": list(looks.looks),
+        "boundary": looks.boundary,
+        "seed_order": list(looks.seed_order),
+        "reached": looks.reached,
+        "decisions": {
+            v: {
+                "verdict": d.verdict,
+                "look": d.look,
+                "level": d.level,
+                "boundaries": [number(c) for c in d.boundaries],
+                "p_values": [number(p) for p in d.p_values],
+                "p_equivalence": number(d.p_equivalence),
+            }
+            for v, d in looks.decisions.items()
+        },
+    }
