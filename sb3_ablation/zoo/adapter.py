@@ -14,6 +14,12 @@ Private names, read, called or extended but never replaced: ``ExperimentManager.
 expressions: config values in ``rl_zoo3.exp_manager``'s, command-line ``key:value`` items in ``rl_zoo3.utils``' (its
 ``StoreDict``).
 
+Mirrored code: the first part of ``ExperimentManager.objective`` (the sampling of a trial's hyperparameters, the
+evaluation frequency, the trial's callbacks), in :meth:`ZooExperimentManager.sample_trial`,
+:meth:`~ZooExperimentManager.trial_eval_freq` and :meth:`~ZooExperimentManager.trial_callbacks`, for the multi-seed
+objective of :mod:`sb3_ablation.zoo.trials`; rl_zoo3's ``TrialEvalCallback`` and ``get_callback_list`` are used as
+they are (the contract test holds the hash of rl_zoo3's ``objective``).
+
 Patch points: two, each marked ``PATCH POINT`` below.
 
 1. Registration (:func:`register_algorithm`): our algorithms, samplers and converters are added as new keys to the
@@ -46,6 +52,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+import rl_zoo3.callbacks
 import rl_zoo3.exp_manager
 import rl_zoo3.hyperparams_opt
 import rl_zoo3.utils
@@ -142,6 +149,57 @@ class ZooExperimentManager(ExperimentManager):
     def model_hyperparams(self) -> dict[str, Any]:
         """The model's constructor arguments after preprocessing (set by ``setup_experiment``)."""
         return self._hyperparams
+
+    def sample_trial(self, trial: Any) -> tuple[dict[str, Any], dict[str, Any], int]:
+        """
+        ``ExperimentManager.objective``'s sampling (rl_zoo3 2.9.2, line for line): the config's preprocessed
+        hyperparameters with the trial's sampled values on top, by rl_zoo3's sampler of the algorithm.
+
+        :param trial: the Optuna trial
+        :return: ``(model_kwargs, sampled_hyperparams, n_envs)``, ``n_envs`` being the number of training envs
+        """
+        from stable_baselines3 import HerReplayBuffer
+
+        kwargs = self._hyperparams.copy()
+        n_envs = 1 if self.algo == "ars" else self.n_envs
+        additional_args = {
+            "using_her_replay_buffer": kwargs.get("replay_buffer_class") == HerReplayBuffer,
+            "her_kwargs": kwargs.get("replay_buffer_kwargs", {}),
+        }
+        sampled_hyperparams = rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER[self.algo](
+            trial, self.n_actions, n_envs, additional_args
+        )
+        kwargs.update(sampled_hyperparams)
+        return kwargs, sampled_hyperparams, n_envs
+
+    def trial_eval_freq(self) -> int:
+        """``ExperimentManager.objective``'s evaluation frequency of a trial, in steps of the ``VecEnv``."""
+        optuna_eval_freq = int(self.n_timesteps / self.n_evaluations)
+        return max(optuna_eval_freq // self.n_envs, 1)
+
+    def trial_callbacks(self, eval_env: Any, trial: Any, eval_freq: int, path: str | None) -> tuple[list[Any], Any]:
+        """
+        ``ExperimentManager.objective``'s callbacks: those of the config (``callback:``, new instances) and rl_zoo3's
+        ``TrialEvalCallback``.
+
+        :param eval_env: the evaluation ``VecEnv``
+        :param trial: what the evaluation callback reports to (``report(value, step)``, ``should_prune()``)
+        :param eval_freq: evaluate every ``eval_freq`` calls of the callback
+        :param path: folder for the evaluations and best model (``None``: not written)
+        :return: ``(callbacks, eval_callback)``, the latter last in the former
+        """
+        callbacks = rl_zoo3.utils.get_callback_list({"callback": self.specified_callbacks})
+        eval_callback = rl_zoo3.callbacks.TrialEvalCallback(
+            eval_env,
+            trial,
+            best_model_save_path=path,
+            log_path=path,
+            n_eval_episodes=self.n_eval_episodes,
+            eval_freq=eval_freq,
+            deterministic=self.deterministic_eval,
+        )
+        callbacks.append(eval_callback)
+        return callbacks, eval_callback
 
     def create_log_folder(self) -> None:
         if self.write_files:

@@ -1,7 +1,9 @@
 """rl_zoo3's ExperimentManager with the few hooks this package needs; everything else is rl_zoo3's own code.
 
 The hooks override public methods only (``read_hyperparameters``, ``setup_experiment``, ``create_envs``,
-``hyperparameters_optimization``) and read the manager's public attributes.
+``hyperparameters_optimization``, ``objective``) and read the manager's public attributes. ``objective`` is
+rl_zoo3's own for one seed per trial; with several (:attr:`AblationExperimentManager.trial_seeds`), it is
+:func:`sb3_ablation.zoo.trials.multi_seed_objective`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from sb3_ablation.zoo.hyperparams import (
     missing_dependency_message,
     read_entry,
 )
+from sb3_ablation.zoo.trials import STUDY_AGGREGATE_ATTR, STUDY_TRIAL_SEEDS_ATTR, multi_seed_objective
 
 
 class AblationExperimentManager(ZooExperimentManager):
@@ -43,8 +46,16 @@ class AblationExperimentManager(ZooExperimentManager):
       folder it had created, so no half-written run is left in the log folder; an env that cannot be made is named
       as the cause (with its ``env_kwargs``), not the config;
     - accepts ``noise_type: null`` (no action noise), as an exported "no noise" trial has it;
-    - saves the untuned zoo entry in the Optuna study, for exporting the best trial as a complete entry later.
+    - saves the untuned zoo entry in the Optuna study, for exporting the best trial as a complete entry later;
+    - trains :attr:`trial_seeds` seeds per trial, the trial's value being their :attr:`trial_aggregate`
+      (:mod:`sb3_ablation.zoo.trials`; one seed: rl_zoo3's own objective), both saved in the study, which a later
+      run must then use too.
     """
+
+    #: seeds each trial trains (1: rl_zoo3's objective, one unseeded model)
+    trial_seeds: int = 1
+    #: the trial's value over its seeds, a key of :data:`sb3_ablation.zoo.trials.AGGREGATES`
+    trial_aggregate: str = "mean"
 
     def __init__(self, args: Any, algo: str, env_id: str, log_folder: str, *positional: Any, **kwargs: Any) -> None:
         if kwargs.get("config") is None:
@@ -118,8 +129,35 @@ class AblationExperimentManager(ZooExperimentManager):
             study = optuna.create_study(
                 storage=optuna_storage(self.storage), study_name=self.study_name, load_if_exists=True, direction="maximize"
             )
+            self._check_trial_settings(study)
             try:
                 study.set_user_attr(ZOO_ENTRY_ATTR, to_zoo_entry(self.zoo_entry))
             except (TypeError, ValueError):  # a value that is not plain JSON (e.g. a class given via --hyperparams)
                 warnings.warn("the untuned hyperparameters could not be saved in the study; export will read the config")
         super().hyperparameters_optimization()
+
+    def _check_trial_settings(self, study: optuna.Study) -> None:
+        """
+        Save the seeds per trial and the aggregate in the study; a study with trials keeps them (a study made before
+        they were saved: one seed, the mean).
+
+        :raise ZooConfigError: the study's trials were run with other settings (their values would not compare)
+        """
+        run = [trial for trial in study.get_trials(deepcopy=False) if trial.state != optuna.trial.TrialState.WAITING]
+        stored = (
+            study.user_attrs.get(STUDY_TRIAL_SEEDS_ATTR, 1 if run else None),
+            study.user_attrs.get(STUDY_AGGREGATE_ATTR, "mean" if run else None),
+        )
+        if stored != (None, None) and stored != (self.trial_seeds, self.trial_aggregate):
+            raise ZooConfigError(
+                f"study {self.study_name!r} in {self.storage} has trials over {stored[0]} seed(s) with the {stored[1]} "
+                f"as their value, not --trial-seeds {self.trial_seeds} --trial-aggregate {self.trial_aggregate}: "
+                "use its settings, or another --study-name"
+            )
+        study.set_user_attr(STUDY_TRIAL_SEEDS_ATTR, self.trial_seeds)
+        study.set_user_attr(STUDY_AGGREGATE_ATTR, self.trial_aggregate)
+
+    def objective(self, trial: optuna.Trial) -> float:
+        if self.trial_seeds == 1:
+            return super().objective(trial)
+        return multi_seed_objective(self, trial, self.trial_seeds, self.trial_aggregate)

@@ -32,6 +32,7 @@ from sb3_ablation.zoo.hyperparams import (
     load_hyperparams,
 )
 from sb3_ablation.zoo.registry import register
+from sb3_ablation.zoo.trials import AGGREGATE_ATTR, TRIAL_SEEDS_ATTR
 
 #: Study user attribute holding the zoo entry a study was tuned from (written by ``train -optimize``).
 ZOO_ENTRY_ATTR = "sb3_ablation:zoo_entry"
@@ -183,7 +184,11 @@ def export_best(
     :raise ZooConfigError: see :func:`best_trial_entry` and :func:`write_entry`
     """
     entry, trial = best_trial_entry(storage, study_name, algo, env_id, conf_file)
-    comment = f"best trial {trial.number} of Optuna study {study_name!r} ({storage}): mean reward {trial.value:.4g}"
+    value = "mean reward"
+    seeds = trial.user_attrs.get(TRIAL_SEEDS_ATTR)
+    if seeds:  # a multi-seed trial (train -optimize --trial-seeds)
+        value = f"{trial.user_attrs.get(AGGREGATE_ATTR, 'mean')} over seeds {seeds} of the mean reward"
+    comment = f"best trial {trial.number} of Optuna study {study_name!r} ({storage}): {value} {trial.value:.4g}"
     write_entry(output, env_id, entry, comment)
     return trial
 

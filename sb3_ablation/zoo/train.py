@@ -9,6 +9,10 @@ with our experiment manager). Different here:
   on a CPU, as in the study's workers; ``--num-threads -1`` gives PyTorch's choice back.
 - ``--tune-switches [SWITCH ...]``: with ``-optimize``, tune these component switches of ``ablatable_td3`` (all six
   when none is named) as categorical parameters; by default they are held at the config's values.
+- ``--trial-seeds K`` and ``--trial-aggregate {mean,iqm}``: with ``-optimize``, each trial trains K seeds of its
+  hyperparameters (``--seed`` to ``--seed`` + K - 1), batched when the engine takes the configuration, and its value is
+  the mean (default) or interquartile mean of the seeds' last evaluations; the pruner sees the same aggregate of each
+  evaluation (:mod:`sb3_ablation.zoo.trials`). K = 1 (default) is rl_zoo3's one-seed trial.
 - ``--export-best FILE``: with ``-optimize``, where the best trial is written as a zoo YAML entry
   (default ``<log folder>/<algo>/best_<env>.yml``).
 - ``-optimize`` stores its study in SQLite by default (``<log folder>/<algo>/optuna.db``, study ``<algo>_<env>``),
@@ -53,6 +57,21 @@ def _add_own_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="with -optimize and ablatable_td3: also tune these component switches (all six if none is named); "
         "by default they are held at the values of the config / --hyperparams",
+    )
+    group.add_argument(
+        "--trial-seeds",
+        type=int,
+        default=1,
+        metavar="K",
+        help="with -optimize: seeds each trial trains (--seed, --seed+1, ..., --seed+K-1; batched for ablatable_td3 "
+        "when the batched engine takes the configuration, else in turn); default 1: rl_zoo3's one unseeded run",
+    )
+    group.add_argument(
+        "--trial-aggregate",
+        choices=("mean", "iqm"),
+        default=None,
+        help="with -optimize: a trial's value, and what the pruner sees at each evaluation, over its seeds: the mean "
+        "(default) or the interquartile mean (iqm, rliable's) of the seeds' mean evaluation rewards",
     )
     group.add_argument(
         "--export-best",
@@ -191,6 +210,10 @@ def _check(args: argparse.Namespace) -> None:
             raise ZooConfigError(f"--tune-switches: only ablatable_td3 has component switches, not {args.algo}")
         if not args.optimize_hyperparameters:
             raise ZooConfigError("--tune-switches only applies with -optimize")
+    if args.trial_seeds < 1:
+        raise ZooConfigError(f"--trial-seeds {args.trial_seeds}: expected a positive number of seeds")
+    if (args.trial_seeds != 1 or args.trial_aggregate is not None) and not args.optimize_hyperparameters:
+        raise ZooConfigError("--trial-seeds and --trial-aggregate only apply with -optimize")
     if args.export_best is not None and not args.optimize_hyperparameters:
         raise ZooConfigError(
             "--export-best only applies with -optimize (use `python -m sb3_ablation.zoo.export` for a stored study)"
@@ -262,7 +285,7 @@ def budget_warnings(
     return found
 
 
-def _train_manager_class() -> type:
+def _train_manager_class(trial_seeds: int = 1, trial_aggregate: str = "mean") -> type:
     from sb3_ablation.zoo.experiment import AblationExperimentManager
 
     class TrainExperimentManager(AblationExperimentManager):
@@ -288,6 +311,8 @@ def _train_manager_class() -> type:
                 print(f"{PROG}: warning: {warning}", file=sys.stderr)
             return result
 
+    TrainExperimentManager.trial_seeds = trial_seeds
+    TrainExperimentManager.trial_aggregate = trial_aggregate
     return TrainExperimentManager
 
 
@@ -331,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         _check(args)
         if args.optimize_hyperparameters:
             _optimization_defaults(args)
-        run_train(_zoo_arguments(args), _train_manager_class())
+        run_train(_zoo_arguments(args), _train_manager_class(args.trial_seeds, args.trial_aggregate or "mean"))
         if args.optimize_hyperparameters:
             output = args.export_best or str(Path(args.log_folder) / args.algo / f"best_{args.env}.yml")
             try:

@@ -14,6 +14,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+import rl_zoo3.callbacks
 import rl_zoo3.enjoy
 import rl_zoo3.exp_manager
 import rl_zoo3.hyperparams_opt
@@ -180,7 +181,69 @@ def test_config_values_evaluate_in_the_managers_namespace():
     assert Path(adapter.zoo_default_config("td3")).is_file()
 
 
+#: sha256 of rl_zoo3 2.9.2's ExperimentManager.objective, whose sampling, evaluation frequency and callbacks
+#: ZooExperimentManager.sample_trial / trial_eval_freq / trial_callbacks are (the multi-seed objective's parts)
+OBJECTIVE_SHA256 = "9b529a4c013883f384da9e47bae3546b19933d0a93ce7d7cdf8f83bcf2da6635"
+
+
+def test_rl_zoo3s_objective_is_the_one_the_trial_parts_mirror():
+    source = inspect.getsource(rl_zoo3.exp_manager.ExperimentManager.objective)
+    assert hashlib.sha256(source.encode()).hexdigest() == OBJECTIVE_SHA256, (
+        f"rl_zoo3 {rl_zoo3.__version__}'s ExperimentManager.objective changed since rl_zoo3 {adapter.RL_ZOO3_CHECKED}: "
+        "make ZooExperimentManager.sample_trial, trial_eval_freq and trial_callbacks (and sb3_ablation.zoo.trials) "
+        "match it again, then update this hash"
+    )
+    manager = rl_zoo3.exp_manager.ExperimentManager(argparse.Namespace(), "td3", "Pendulum-v1", log_folder="unused")
+    for attribute in (
+        "seed", "device", "n_eval_envs", "optimization_log_path", "specified_callbacks", "deterministic_eval",
+        "n_actions", "n_evaluations", "n_eval_episodes",
+    ):  # fmt: skip
+        assert hasattr(manager, attribute), attribute
+
+
+def test_rl_zoo3s_trial_callback_reports_each_evaluation_and_asks_the_pruner():
+    from sb3_ablation.zoo.trials import SeedReports
+
+    class Model:  # what the callback reads of a model
+        num_timesteps = 0
+
+        def get_env(self):
+            return DummyVecEnv([lambda: gym.make("Pendulum-v1")])
+
+        def get_vec_normalize_env(self):
+            return None
+
+        def predict(self, observation, state=None, episode_start=None, deterministic=True):
+            return np.zeros((len(observation), 1), dtype=np.float32), None
+
+    from stable_baselines3.common.logger import Logger
+    from stable_baselines3.common.monitor import Monitor
+
+    model = Model()
+    model.logger = Logger(None, [])
+    reports = SeedReports()
+    callbacks, eval_callback = adapter.ZooExperimentManager(
+        argparse.Namespace(), "td3", "Pendulum-v1", log_folder="unused", n_eval_episodes=1
+    ).trial_callbacks(DummyVecEnv([lambda: Monitor(gym.make("Pendulum-v1"))]), reports, 2, None)
+    assert callbacks == [eval_callback] and isinstance(eval_callback, rl_zoo3.callbacks.TrialEvalCallback)
+    eval_callback.init_callback(model)
+    assert [eval_callback.on_step() for _ in range(4)] == [True] * 4  # SeedReports never prunes
+    assert len(reports.values) == 2 and reports.values[-1] == eval_callback.last_mean_reward  # every 2 calls
+
+
 # SB3 internals that the algorithms use (not rl_zoo3's, but checked the same way)
+
+
+def test_sb3s_off_policy_progress_comes_from_total_timesteps():
+    # sb3_ablation.zoo.trials.WholeBudgetProgress sets it, once SB3's _setup_learn has, for learning in several calls
+    from sb3_ablation import DDPG
+    from sb3_ablation.zoo.trials import WholeBudgetProgress
+
+    model = DDPG("MlpPolicy", "Pendulum-v1", learning_starts=1000, policy_kwargs={"net_arch": [4]})
+    model.learn(50, reset_num_timesteps=False)
+    assert model._current_progress_remaining == 0.0  # this call's end is SB3's whole budget
+    model.learn(50, callback=WholeBudgetProgress(400), reset_num_timesteps=False)
+    assert model.num_timesteps == 100 and model._current_progress_remaining == 1 - 100 / 400
 
 
 def test_sb3s_replay_buffer_holds_its_settings_and_the_storage_we_share():
