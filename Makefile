@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-# Includes the clean-install check (tests/test_clean_install.py: the built wheel in a fresh venv, about two minutes
+# Includes the clean-install check (tests/integration/test_clean_install.py: the built wheel in a fresh venv, about two minutes
 # of one worker), the bad-input table and the notebook run; `pytest -m "not clean_install"` leaves the first out.
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile -q

@@ -1,12 +1,12 @@
-"""Calibration of the paired tests of ``sb3_ablation.study.analyse.robust`` on simulated RL seeds: size, power,
+"""Calibration of the paired tests of ``sb3_ablation.study.analyse.paired_tests`` on simulated RL seeds: size, power,
 interval coverage and equivalence behaviour when a few seeds collapse; chooses the report's default test.
 
     OMP_NUM_THREADS=1 python benchmarks/inference_calibration.py            # writes docs/calibration.{md,json}
     OMP_NUM_THREADS=1 python benchmarks/inference_calibration.py --quick --out /tmp/calibration
 
 Each replication draws n seeds of two arms, baseline and variant, and tests the per-seed differences (variant -
-baseline) with every candidate test exactly as the report runs it (``robust.paired_p_values`` and
-``robust.tost_p_value`` with the library's resampling seed 0). The seed's shared component cancels in the difference,
+baseline) with every candidate test exactly as the report runs it (``paired_tests.paired_p_values`` and
+``paired_tests.tost_p_value`` with the library's resampling seed 0). The seed's shared component cancels in the difference,
 so an arm's return is its own noise (SD 1/sqrt(2): clean differences have SD 1, the unit of every number here), plus
 the shift for the variant, minus a drop of Uniform(10, 30) SDs on a seed where that arm fails (catastrophic failure).
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from sb3_ablation.study.analyse import robust
+from sb3_ablation.study.analyse import family_verdicts, paired_methods, paired_tests
 
 ALPHA = 0.05
 #: the variant's shift in the power scenarios, in SDs of the clean per-seed differences (variant worse)
@@ -154,7 +154,7 @@ def targets(scenario: Scenario, seed: int) -> dict[str, float]:
     return {
         "mean": mean,
         "pseudo_median": float(np.median(draws.mean(axis=0))),
-        "trimmed_mean": float(stats.trim_mean(draws[0], robust.TRIM)),
+        "trimmed_mean": float(stats.trim_mean(draws[0], paired_methods.TRIM)),
     }
 
 
@@ -170,16 +170,16 @@ def evaluate(scenario: Scenario, n: int, reps: int, seed: int, index: int) -> di
     d = differences(scenario, rng, (reps, n))
     truth = targets(scenario, seed)
     result = {}
-    for test in robust.TESTS:
+    for test in paired_tests.TESTS:
         cache: dict[float, np.ndarray] = {}
 
         def p_at(shift: float, test: str = test, cache: dict[float, np.ndarray] = cache) -> np.ndarray:
             if shift not in cache:
-                cache[shift] = robust.paired_p_values(d, test, shift, "two-sided")
+                cache[shift] = paired_tests.paired_p_values(d, test, shift, "two-sided")
             return cache[shift]
 
         p_differs = p_at(0.0)
-        p_equivalent = robust.tost_p_value(d, test, MARGIN)
+        p_equivalent = paired_tests.tost_p_value(d, test, MARGIN)
         equivalent = (p_equivalent <= ALPHA) & (p_differs > ALPHA)
         _check_verdicts(p_differs[:50], p_equivalent[:50], equivalent[:50], test, n)
         result[test] = {
@@ -192,13 +192,14 @@ def evaluate(scenario: Scenario, n: int, reps: int, seed: int, index: int) -> di
 
 
 def _check_verdicts(p_differs: np.ndarray, p_equivalent: np.ndarray, equivalent: np.ndarray, test: str, n: int) -> None:
-    """The shortcut for the verdict of a family of one agrees with robust.decide_family."""
+    """The shortcut for the verdict of a family of one agrees with family_verdicts.decide_family."""
     results = [
-        robust.PairedResult(test, n, 0.0, 0.0, 0.0, float(a), float(b)) for a, b in zip(p_differs, p_equivalent, strict=True)
+        paired_tests.PairedResult(test, n, 0.0, 0.0, 0.0, float(a), float(b))
+        for a, b in zip(p_differs, p_equivalent, strict=True)
     ]
     for result, shortcut in zip(results, equivalent, strict=True):
-        verdict = robust.decide_family([result], ALPHA)[0].verdict
-        if (verdict == robust.EQUIVALENT) != bool(shortcut):
+        verdict = family_verdicts.decide_family([result], ALPHA)[0].verdict
+        if (verdict == family_verdicts.EQUIVALENT) != bool(shortcut):
             raise AssertionError(f"verdict shortcut disagrees with decide_family for {result}")
 
 
@@ -222,7 +223,7 @@ def choose(cases: list[Scenario], results: dict, reps: int, trust_exact: bool = 
     failure = [s.name for s in cases if is_failure_power(s)]
     reference = results["shift, normal"][str(REFERENCE_N)]
     criteria = {}
-    for test in robust.TESTS:
+    for test in paired_tests.TESTS:
         size = max(results[name][str(n)][test]["differs"] for name in nulls for n in NS)
         power = float(np.mean([results[name][str(n)][test]["differs"] for name in failure for n in NS]))
         relative = reference[test]["differs"] / reference["t"]["differs"] if reference["t"]["differs"] > 0 else math.nan
@@ -235,7 +236,7 @@ def choose(cases: list[Scenario], results: dict, reps: int, trust_exact: bool = 
             "relative_to_t": relative,
             "power_ok": bool(relative >= 1 - MAX_POWER_LOSS),
         }
-    eligible = [test for test in robust.TESTS if criteria[test]["size_ok"] and criteria[test]["power_ok"]]
+    eligible = [test for test in paired_tests.TESTS if criteria[test]["size_ok"] and criteria[test]["power_ok"]]
     chosen = max(eligible, key=lambda test: criteria[test]["failure_power"]) if eligible else None
     return chosen, criteria
 
@@ -251,11 +252,11 @@ def _rate(value: float, flag: bool = False) -> str:
 
 
 def _table(cases: Sequence[Scenario], results: dict, key: str, ns: Sequence[int], mark=None) -> list[str]:
-    lines = ["| scenario | n | " + " | ".join(robust.TESTS) + " |", "|---|---|" + "---|" * len(robust.TESTS)]
+    lines = ["| scenario | n | " + " | ".join(paired_tests.TESTS) + " |", "|---|---|" + "---|" * len(paired_tests.TESTS)]
     for scenario in cases:
         for n in ns:
             row = results[scenario.name][str(n)]
-            cells = [_rate(row[test][key], bool(mark and mark(row[test][key]))) for test in robust.TESTS]
+            cells = [_rate(row[test][key], bool(mark and mark(row[test][key]))) for test in paired_tests.TESTS]
             lines.append(f"| {scenario.name} | {n} | " + " | ".join(cells) + " |")
     return lines
 
@@ -272,14 +273,16 @@ def markdown(report: dict, cases: list[Scenario]) -> str:
         "",
         f"Written by `benchmarks/inference_calibration.py` ({reps} replications per cell, seed {report['seed']}, "
         f"{report['runtime_s']:.0f} s); the numbers are in `docs/calibration.json`. The default test of "
-        f"`sb3_ablation.study.analyse.robust` (`DEFAULT_TEST`) is the one chosen here, and a unit test checks they agree.",
+        "`sb3_ablation.study.analyse.paired_tests` (`DEFAULT_TEST`) is the one chosen here, and a unit test checks they "
+        "agree.",
         "",
         "## Method",
         "",
         "Each replication draws n seeds (n = " + ", ".join(map(str, NS)) + ") of two arms, baseline and variant, and "
         "tests the per-seed differences (variant - baseline) with each candidate exactly as the report does "
-        "(`robust.paired_p_values`, `robust.tost_p_value`, resampling seed 0: exact sign flips up to n = 16, "
-        f"{robust.MONTE_CARLO_FLIPS:,} random sign patterns beyond, {robust.BOOTSTRAP_REPS:,} bootstrap resamples). A "
+        "(`paired_tests.paired_p_values`, `paired_tests.tost_p_value`, resampling seed 0: exact sign flips up to n = 16, "
+        f"{paired_methods.MONTE_CARLO_FLIPS:,} random sign patterns beyond, "
+        f"{paired_methods.BOOTSTRAP_REPS:,} bootstrap resamples). A "
         "seed's shared component cancels in the difference, so each arm's return is its own noise with SD 1/sqrt(2) "
         "(clean differences have SD 1, the unit of every number here): normal, t with 3 df (heavy tails), or a centred "
         "exponential (skewed returns); the variant adds the shift; an arm fails on a seed with the stated probability, "
@@ -362,7 +365,7 @@ def markdown(report: dict, cases: list[Scenario]) -> str:
             f"| {name} | {c['max_null_size']:.3f} | {'yes' if c['size_ok'] else 'no'} | {c['failure_power']:.3f} | "
             f"{c['normal_power_n10']:.3f} | {c['relative_to_t']:.2f} | {'yes' if c['power_ok'] else 'no'} |"
         )
-    lines += ["", f"Chosen default: **{chosen}** ({robust.TEST_NAMES[chosen]})." if chosen else "No test qualifies."]
+    lines += ["", f"Chosen default: **{chosen}** ({paired_tests.TEST_NAMES[chosen]})." if chosen else "No test qualifies."]
     excursions = [t for t in EXACT_TESTS if not report["criteria"][t]["size_ok"]]
     if excursions:
         listed = ", ".join(f"{t} ({report['criteria'][t]['size_excess_mc_se']:.1f} SE above alpha)" for t in excursions)
@@ -379,8 +382,8 @@ def _equivalence_comment(report: dict, failures: list[Scenario]) -> str:
     results = report["results"]
     n = max(report["ns"])
     twenty = next((s for s in failures if s.fail_variant == 0.2), failures[0])
-    rates = ", ".join(f"{test} {results[twenty.name][str(n)][test]['equivalent']:.3f}" for test in robust.TESTS)
-    sf = robust._signed_rank_sf(n)
+    rates = ", ".join(f"{test} {results[twenty.name][str(n)][test]['equivalent']:.3f}" for test in paired_tests.TESTS)
+    sf = paired_methods._signed_rank_sf(n)
     k = n // 5
     reach = {j: float(sf[sum(range(1, n + 1 - j))]) for j in (k - 1, k)}  # P(T+ >= its largest value with j failures)
     fewer = float(stats.binom.cdf(k - 1, n, twenty.fail_variant))
@@ -390,7 +393,8 @@ def _equivalence_comment(report: dict, failures: list[Scenario]) -> str:
         "The pseudo-median (Wilcoxon) and the trimmed mean discount failures that are rare in the sample: at n = "
         f"{n}, Wilcoxon's one-sided test at -margin cannot reach p <= {ALPHA} with {k} failed seeds (largest T+ has "
         f"p = {reach[k]:.3f}) but can with {k - 1} (p = {reach[k - 1]:.3f}), and {fewer:.0%} of samples of {n} seeds hold "
-        f"at most {k - 1} failures; the 20% trimmed mean drops up to {int(robust.TRIM * n)} failed seeds entirely. A sample "
+        f"at most {k - 1} failures; the 20% trimmed mean drops up to {int(paired_methods.TRIM * n)} failed seeds "
+        "entirely. A sample "
         "with a fifth of its seeds failed is never called equivalent by Wilcoxon (unit test); a variant with a 20% "
         "failure rate can be. So `equivalent` under a rank or trimmed test speaks about that parameter: it must be read "
         "with the report's failure outcome (failure rates, exact McNemar), or the equivalence claim made with a "
@@ -418,7 +422,7 @@ def run(reps: int, seed: int, out: Path, ns: Sequence[int] = NS) -> dict:
         "reps": reps,
         "seed": seed,
         "mc_se_at_alpha": math.sqrt(ALPHA * (1 - ALPHA) / reps),
-        "tests": list(robust.TESTS),
+        "tests": list(paired_tests.TESTS),
         "targets_of_tests": TARGETS,
         "scenarios": [{**asdict(s), "targets": targets(s, seed)} for s in cases],
         "results": results,

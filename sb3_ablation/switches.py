@@ -8,7 +8,7 @@ warnings, implied policy arguments and load refusals, the study's variants and t
 
 A seventh switch is a row here, its keyword in ``AblatableTD3.__init__`` (SB3's explicit signature, with its
 ``:param:`` line), the policy if it changes the networks, and one ``Component N`` branch in ``AblatableTD3.train()``;
-``tests/test_ablatable_td3.py`` checks that the table, the keywords and the branches agree.
+``tests/integration/test_ablatable_td3.py`` checks that the table, the keywords and the branches agree.
 """
 
 from __future__ import annotations

@@ -2,11 +2,13 @@
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NoReturn
 
 # sub-command -> (module, function, one-line help); modules are imported lazily so `--help` stays fast
@@ -120,9 +122,35 @@ def main(argv: list[str] | None = None) -> int:
     # torch's profiler (Kineto) writes a "USDT: ... profiler_start/stop" line to stderr around every profiled step
     quiet = without_stderr_lines(b"USDT:") if command == "bench" else contextlib.nullcontext()
     one_line = contextlib.nullcontext() if command in ONE_LINE_PARSERS else one_line_usage_errors()
-    with one_line, quiet:
-        result = getattr(importlib.import_module(module_name), function_name)(rest)
+    try:
+        with one_line, quiet:
+            result = getattr(importlib.import_module(module_name), function_name)(rest)
+    except OSError as error:
+        if error.errno not in UNUSABLE_PATH_ERRORS or error.filename is None:
+            raise
+        # e.g. a report into a study folder that cannot be written: one line, whatever step met it
+        error_prefix = "error: " if command in ONE_LINE_PARSERS else ""
+        print(f"sb3-ablation {command}: {error_prefix}{describe_path_error(error)}", file=sys.stderr)
+        return 2
     return int(result or 0)
+
+
+#: what a file or folder the command must write (or read) can refuse: no permission, a read-only file system, a full
+#: disk or quota; ``main`` reports these in one line (exit status 2) instead of a traceback
+UNUSABLE_PATH_ERRORS = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT)
+
+
+def describe_path_error(error: OSError) -> str:
+    """
+    :param error: an ``OSError`` with a file name
+    :return: e.g. ``runs/study/report.md: Permission denied``; an atomic write's hidden temporary file
+        (``.<name>.<random>.tmp...``) is named by its folder: ``cannot write into runs/study/figures: ...``
+    """
+    path = Path(os.fsdecode(error.filename))
+    reason = error.strerror or type(error).__name__
+    if path.name.startswith(".") and ".tmp" in path.name:
+        return f"cannot write into {path.parent}: {reason}"
+    return f"{path}: {reason}"
 
 
 if __name__ == "__main__":

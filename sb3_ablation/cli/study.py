@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sb3_ablation.study.plan.analysis_plan import OUTCOMES, AnalysisPlan, PlanError, parse_margins
+from sb3_ablation.study.plan.analysis_plan import OUTCOMES, AnalysisPlan, PlanError, check_plan_envs, parse_margins
 from sb3_ablation.study.plan.config import BACKENDS, SeedList, StudyConfig, StudyError, load_config_file
 from sb3_ablation.study.plan.variants import baseline_name
 from sb3_ablation.zoo.train import one_line_usage_errors
@@ -138,6 +138,7 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
     except ZooConfigError as error:
         raise StudyError(str(error)) from None
     settings: dict[str, Any] = load_config_file(args.config) if args.config else {}
+    file_envs = list(settings.get("envs") or [])
     for name in (
         "envs",
         "variants",
@@ -158,6 +159,15 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
     if args.envs is not None and settings.get("env_hyperparams"):
         # --env picks tasks of a config; the file's per-env settings of the tasks not picked do not apply
         settings["env_hyperparams"] = {env: hp for env, hp in settings["env_hyperparams"].items() if env in args.envs}
+    if args.envs is not None and isinstance(settings.get("analysis"), dict):
+        # likewise the plan's margins and failure returns of the file's tasks not picked (an env the file does not
+        # have stays, for StudyConfig to name)
+        not_picked = set(file_envs) - set(args.envs)
+        analysis = dict(settings["analysis"])
+        for key in ("margins", "failure_returns"):
+            if isinstance(analysis.get(key), dict):
+                analysis[key] = {env: value for env, value in analysis[key].items() if env not in not_picked}
+        settings["analysis"] = analysis
     if args.seeds is not None:
         settings["seeds"] = args.seeds
     if args.seed_list is not None:
@@ -180,7 +190,7 @@ def _run(config: StudyConfig, write_report_after: bool) -> int:
 
     started = time.time()
     try:
-        result = _run_looks(config) if AnalysisPlan.from_dict(config.analysis).looks else run_study(config)
+        result = _run_looks(config) if _declared_plan(config).looks else run_study(config)
     except KeyboardInterrupt:
         print(
             f"\ninterrupted: finished runs are kept in {config.out}; rerun the same command to do the rest",
@@ -195,6 +205,15 @@ def _run(config: StudyConfig, write_report_after: bool) -> int:
     return EXIT_RUNS_FAILED if result.failed else EXIT_OK
 
 
+def _declared_plan(config: StudyConfig) -> AnalysisPlan:
+    """The plan the study folder declared (``study.json``), else the one this invocation would declare."""
+    from sb3_ablation.study.store.manifest import MANIFEST_NAME, read_manifest
+
+    if (Path(config.out) / MANIFEST_NAME).is_file() and (declared := read_manifest(config.out).get("analysis")):
+        return AnalysisPlan.from_dict(declared)
+    return AnalysisPlan.from_dict(config.analysis)
+
+
 def _run_looks(config: StudyConfig) -> StudyResult:
     """
     A study whose plan declares group-sequential looks: the seeds in blocks up to each look (the study's seeds in
@@ -206,7 +225,7 @@ def _run_looks(config: StudyConfig) -> StudyResult:
     from sb3_ablation.study.render.report import study_model
     from sb3_ablation.study.run.runner import StudyResult, run_study
 
-    plan = AnalysisPlan.from_dict(config.analysis)
+    plan = _declared_plan(config)
     names = [variant.name for variant in config.variant_objects]
     baseline = baseline_name(names)
     seeds = sorted(plan.seeds or config.seeds)
@@ -270,7 +289,10 @@ def study_main(argv: list[str] | None = None) -> int:
 
 
 def report_main(argv: list[str] | None = None) -> int:
-    """``sb3-ablation report <out>``: write ``<out>/report.md`` and its figures."""
+    """
+    ``sb3-ablation report <out>``: write ``<out>/report.md``, its figures and ``<out>/evaluations.csv``; with
+    ``--export zoo DIR`` also rl-zoo's layout (:mod:`~sb3_ablation.study.render.exports`).
+    """
     parser = argparse.ArgumentParser(prog="sb3-ablation report", description="Write the statistical report of a study.")
     parser.add_argument("out", help="the study's output folder")
     parser.add_argument("--reps", type=int, help="bootstrap resamples (default: 10000)")
@@ -282,20 +304,48 @@ def report_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--power", type=float, help="power of the minimum detectable effect (default: 0.8)")
     parser.add_argument("--final-fraction", type=float, help="share of training the primary outcome averages (0.1)")
     parser.add_argument("--margin", action="append", metavar="ENV=VALUE", help="equivalence margin of an env (repeatable)")
+    parser.add_argument(
+        "--export", nargs=2, metavar=("FORMAT", "DIR"),
+        help="also write the evaluations in another tool's layout; zoo: rl-zoo's DIR/<variant>/<env>_<seed>/evaluations.npz, "
+        "for python -m rl_zoo3.plots.all_plots -f DIR",
+    )  # fmt: skip
     with one_line_usage_errors():
         args = parser.parse_args(argv)
     if args.reps is not None and args.reps < 100:
         print(f"sb3-ablation report: --reps must be at least 100, got {args.reps}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    from sb3_ablation.study.render.exports import EXPORT_FORMATS, export_zoo, unwritable
+
+    if args.export:  # checked before the report, which takes a while: a bad --export writes nothing
+        kind, folder = args.export
+        problem = f"format {kind!r} is not one of: {', '.join(EXPORT_FORMATS)}" if kind not in EXPORT_FORMATS else None
+        if (problem := problem or unwritable(folder)) is not None:
+            print(f"sb3-ablation report: --export {kind} {folder}: {problem}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     try:
+        margins = parse_margins(args.margin)
+        if margins:
+            from sb3_ablation.study.store.manifest import read_manifest
+
+            check_plan_envs(AnalysisPlan(margins=margins), read_manifest(args.out)["envs"], where="--margin")
         plan = {
             "primary": args.primary, "secondary": args.secondary, "alpha": args.alpha, "power": args.power,
-            "final_fraction": args.final_fraction, "margins": parse_margins(args.margin) or None,
+            "final_fraction": args.final_fraction, "margins": margins or None,
         }  # fmt: skip
         _report(args.out, args.reps, args.seed, **plan)
     except (StudyError, PlanError) as error:
         print(f"sb3-ablation report: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.export:
+        try:
+            written = export_zoo(args.out, args.export[1])
+        except OSError as error:  # checked above, yet it could not be written after all
+            print(f"sb3-ablation report: --export {kind} {folder}: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        variants = " ".join(dict.fromkeys(path.parent.parent.name for path in written))
+        envs = " ".join(dict.fromkeys(path.parent.name.rsplit("_", 1)[0] for path in written))
+        print(f"rl-zoo export: {len(written)} runs in {folder}; plot them with")
+        print(f"  python -m rl_zoo3.plots.all_plots -f {folder} -a {variants} -e {envs}")
     return EXIT_OK
 
 

@@ -16,8 +16,10 @@
   :mod:`~sb3_ablation.study.run.overestimation`); batched seeds (:mod:`~sb3_ablation.study.run.batched`), the engines,
   the backends (processes or Ray) and the driver (:mod:`~sb3_ablation.study.run.runner`);
 - analyse: :mod:`~sb3_ablation.study.analyse` — records to numbers: outcomes (:mod:`~sb3_ablation.study.analyse.results`,
-  :mod:`~sb3_ablation.study.analyse.outcomes`), the robust tests (:mod:`~sb3_ablation.study.analyse.robust`), families
-  of comparisons (:mod:`~sb3_ablation.study.analyse.inference`), failures, statistics, the report model
+  :mod:`~sb3_ablation.study.analyse.outcomes`), the robust paired tests (:mod:`~sb3_ablation.study.analyse.paired_tests`,
+  :mod:`~sb3_ablation.study.analyse.paired_methods`), the verdicts of a family with one error rate
+  (:mod:`~sb3_ablation.study.analyse.family_verdicts`), families of comparisons
+  (:mod:`~sb3_ablation.study.analyse.inference`), failures, statistics, the report model
   (:mod:`~sb3_ablation.study.analyse.analysis`), across tasks, factorial effects (:mod:`~sb3_ablation.study.analyse.effects`,
   :mod:`~sb3_ablation.study.analyse.factorial`); it returns dataclasses and renders nothing;
 - render: :mod:`~sb3_ablation.study.render` — the report model as markdown, figures and JSON

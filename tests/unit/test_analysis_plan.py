@@ -63,9 +63,9 @@ def test_a_plan_survives_its_json_round_trip():
 
 
 def test_the_plans_defaults_are_the_calibrated_ones():
-    from sb3_ablation.study.analyse import robust
+    from sb3_ablation.study.analyse import paired_tests
     from sb3_ablation.study.plan import analysis_plan
 
     # the plan layer cannot import the analysis layer; the defaults it names must be the calibrated ones
-    assert analysis_plan.DEFAULT_TEST == robust.DEFAULT_TEST and analysis_plan.TESTS == robust.TESTS
-    assert analysis_plan.DEFAULT_EQUIVALENCE_TEST == robust.DEFAULT_EQUIVALENCE_TEST == "signflip"
+    assert analysis_plan.DEFAULT_TEST == paired_tests.DEFAULT_TEST and analysis_plan.TESTS == paired_tests.TESTS
+    assert analysis_plan.DEFAULT_EQUIVALENCE_TEST == paired_tests.DEFAULT_EQUIVALENCE_TEST == "signflip"

@@ -1,4 +1,5 @@
-"""Design algebra (plan/designs.py) and Yates effects (analyse/effects.py) against textbook values and known truths.
+"""Design algebra (plan/designs.py) and Yates effects (analyse/effects.py) against textbook values and known truths;
+a study's variants as a design and back (plan/variants.py).
 
 Textbook: Box, Hunter & Hunter (2005), Statistics for Experimenters, 2nd ed., ch. 5 (the pilot-plant 2^3, Table 5.2)
 and ch. 6 (alias structures of fractions).
@@ -6,6 +7,7 @@ and ch. 6 (alias structures of fractions).
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -24,6 +26,7 @@ from sb3_ablation.study.plan.designs import (
     Design,
     alias_structure,
     effect_words,
+    find_design,
     fractional_factorial,
     full_factorial,
     half_fraction,
@@ -31,6 +34,7 @@ from sb3_ablation.study.plan.designs import (
     parse_design,
     word_name,
 )
+from sb3_ablation.study.plan.variants import canonical_name, resolve_variants
 from sb3_ablation.switches import SWITCHES
 
 # the pilot plant's temperature T, concentration C and catalyst K as factors A, B, C
@@ -61,6 +65,8 @@ def test_a_design_over_two_switches_leaves_the_others_on():
         (True, True),
     ]
     assert parse_design("leave-one-out") is None and parse_design("td3") is None
+    # the all-on cell comes first among the variants a design resolves to: the baseline
+    assert next(v.name for v in resolve_variants("factorial:target_networks,clipped_double_q")) == "td3"
 
 
 def test_the_half_fraction_of_six_has_orthogonal_balanced_main_and_two_factor_columns():
@@ -85,6 +91,7 @@ def test_the_alias_table_of_the_half_fraction_matches_the_textbook():
     assert len(aliases) == 6 + 15 + 20
     assert all(len(alias) == 6 - len(word) for word, chain in aliases.items() for alias in chain)
     assert all(chain == () for chain in alias_structure(full_factorial(SWITCHES)).values())
+    assert alias_structure(full_factorial(THREE))["AB"] == ()
 
 
 def test_the_alias_table_of_the_quarter_fraction_matches_the_textbook():
@@ -115,6 +122,21 @@ def test_generators_are_canonical_and_the_design_survives_json():
         assert back == design and back.cells == design.cells
     with pytest.raises(ValueError, match="does not follow from generators"):
         Design.from_dict({"factors": list(FOUR), "generators": ["D=ABC"], "defining_relation": ["ABC"]})
+
+
+def test_the_design_of_a_studys_variants_is_found_back():
+    for spec in ("factorial", "fraction", "factorial:target_networks,clipped_double_q",
+                 "fraction:deterministic_policy,replay_buffer,target_networks,target_policy_smoothing,"
+                 "delayed_policy_update,clipped_double_q/E=ABC,F=BCD"):  # fmt: skip
+        design = parse_design(spec)
+        found, cells = find_design({canonical_name(cell): cell for cell in design.cells})
+        assert found == design and len(cells) == len(design.cells)
+    assert find_design({v.name: v.switches for v in resolve_variants("leave-one-out")}) is None
+
+
+def test_every_cell_of_a_design_is_a_valid_variant():
+    for cell in itertools.islice(parse_design("fraction").cells, 32):
+        assert resolve_variants(canonical_name(cell))[0].switches == cell
 
 
 def test_word_names_use_the_switches():
@@ -240,6 +262,8 @@ def test_the_smallest_sufficient_set_of_a_known_truth(spec):
             "fraction:target_netwrks,clipped_double_q,replay_buffer",
             "unknown switch 'target_netwrks' (did you mean 'target_networks'?)",
         ),
+        # the unknown switch is named before the count of switches is checked
+        ("fraction:target_netwrks,clipped_double_q", "unknown switch 'target_netwrks' (did you mean 'target_networks'?)"),
         ("factorial:target_networks,target_networks", "switch 'target_networks' named twice"),
         ("factorial:target_networks", "expected at least two different switches"),
         ("factorial:target_networks,clipped_double_q/C=AB", "a full factorial takes no generators"),

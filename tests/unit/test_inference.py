@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from sb3_ablation.study.analyse.failures import failure_rate, paired_failure_test, worst_mean
 from sb3_ablation.study.analyse.inference import (
     DIFFERS,
     EQUIVALENT,
@@ -19,14 +20,8 @@ from sb3_ablation.study.analyse.inference import (
     paired_t_power,
     seeds_needed,
 )
-from sb3_ablation.study.analyse.robust import (
-    TESTS,
-    compare_paired,
-    failure_rate,
-    hodges_lehmann,
-    paired_failure_test,
-    worst_mean,
-)
+from sb3_ablation.study.analyse.paired_methods import hodges_lehmann
+from sb3_ablation.study.analyse.paired_tests import TESTS, compare_paired
 
 
 def test_holm_textbook_example():

@@ -13,26 +13,19 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sb3_ablation.study.analyse import robust
-from sb3_ablation.study.analyse.robust import (
+from sb3_ablation.study.analyse.across import random_effects, standardized_effect
+from sb3_ablation.study.analyse.failures import failure_rate, paired_failure_test, worst_mean
+from sb3_ablation.study.analyse.family_verdicts import DIFFERS, EQUIVALENT, UNRESOLVED, decide_family
+from sb3_ablation.study.analyse.paired_methods import BOOTSTRAP_REPS, MONTE_CARLO_FLIPS, hodges_lehmann, smallest_p
+from sb3_ablation.study.analyse.paired_tests import (
     DEFAULT_TEST,
-    DIFFERS,
-    EQUIVALENT,
     TESTS,
-    UNRESOLVED,
     PairedResult,
     compare_paired,
-    decide_family,
-    failure_rate,
-    hodges_lehmann,
-    paired_failure_test,
+    location,
     paired_interval,
     paired_p_values,
-    random_effects,
-    smallest_p,
-    standardized_effect,
     tost_p_value,
-    worst_mean,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,8 +117,8 @@ def test_sign_flip_tests_match_a_direct_enumeration():
 
 def test_monte_carlo_sign_flips_beyond_sixteen_pairs_are_seeded():
     d = np.random.default_rng(2).normal(0.3, 1.0, size=20)
-    signs = np.random.default_rng(5).choice((1.0, -1.0), size=(robust.MONTE_CARLO_FLIPS, 20))
-    greater = (1 + np.sum((signs * d).mean(axis=1) >= d.mean() - 1e-12)) / (robust.MONTE_CARLO_FLIPS + 1)
+    signs = np.random.default_rng(5).choice((1.0, -1.0), size=(MONTE_CARLO_FLIPS, 20))
+    greater = (1 + np.sum((signs * d).mean(axis=1) >= d.mean() - 1e-12)) / (MONTE_CARLO_FLIPS + 1)
     assert float(paired_p_values(d, "signflip", 0.0, "greater", rng_seed=5)) == pytest.approx(greater, abs=1e-15)
     assert compare_paired(d, "signflip", 0.05, 1.0, rng_seed=5) == compare_paired(d, "signflip", 0.05, 1.0, rng_seed=5)
     assert compare_paired(d, "signflip", 0.05, rng_seed=5) != compare_paired(d, "signflip", 0.05, rng_seed=6)
@@ -133,9 +126,9 @@ def test_monte_carlo_sign_flips_beyond_sixteen_pairs_are_seeded():
 
 def test_bootstrap_matches_a_direct_resampling():
     d = np.random.default_rng(3).standard_t(3, size=12) + 0.8
-    indices = np.random.default_rng(0).integers(0, 12, size=(robust.BOOTSTRAP_REPS, 12))
+    indices = np.random.default_rng(0).integers(0, 12, size=(BOOTSTRAP_REPS, 12))
     means = np.sort(d[indices].mean(axis=1))
-    b = robust.BOOTSTRAP_REPS
+    b = BOOTSTRAP_REPS
     assert float(paired_p_values(d, "bootstrap_percentile", 0.0, "greater")) == pytest.approx(
         (1 + np.sum(means <= 0)) / (b + 1)
     )
@@ -152,7 +145,7 @@ def test_bootstrap_matches_a_direct_resampling():
 def test_each_interval_is_the_set_of_shifts_its_test_does_not_reject(test):
     d = np.random.default_rng(4).standard_t(3, size=10) + 0.5
     low, high = paired_interval(d, test, 0.05)
-    assert low < robust.location(d, test) < high
+    assert low < location(d, test) < high
     width = high - low
     for end, outward in ((low, -1.0), (high, 1.0)):
         assert float(paired_p_values(d, test, end - outward * 1e-6 * width)) > 0.05

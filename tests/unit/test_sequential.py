@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sb3_ablation.study.analyse.robust import DIFFERS, EQUIVALENT, UNRESOLVED, paired_p_values, tost_p_value
+from sb3_ablation.study.analyse.family_verdicts import DIFFERS, EQUIVALENT, UNRESOLVED
+from sb3_ablation.study.analyse.paired_tests import paired_p_values, tost_p_value
 from sb3_ablation.study.analyse.sequential import (
     OPEN,
     nominal_alpha,

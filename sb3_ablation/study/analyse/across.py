@@ -15,6 +15,7 @@ The aggregate compares variants on scores normalized by fixed references (random
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,9 +25,85 @@ from sb3_ablation.study.analyse.inference import Comparison, compare_family, hol
 from sb3_ablation.study.analyse.model import EnvResult
 from sb3_ablation.study.analyse.outcomes import run_outcome
 from sb3_ablation.study.analyse.results import StudyData
-from sb3_ablation.study.analyse.robust import MetaResult, random_effects, standardized_effect
 from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, env_reference, outcome_statistics
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+
+
+@dataclass(frozen=True)
+class MetaResult:
+    """
+    :param estimate: the random-effects (DerSimonian-Laird) combined effect
+    :param ci_low: lower end of its Hartung-Knapp (1 - alpha) interval, t on k - 1 degrees of freedom
+    :param ci_high: upper end
+    :param p: two-sided p-value of "combined effect = 0" (Hartung-Knapp t-test)
+    :param tau2: DerSimonian-Laird between-task variance (truncated at 0)
+    :param i2: share of the total variation due to heterogeneity, max(0, (Q - (k - 1)) / Q)
+    :param q: Cochran's Q
+    :param k: number of tasks
+    """
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    p: float
+    tau2: float
+    i2: float
+    q: float
+    k: int
+
+
+def standardized_effect(d: Sequence[float] | np.ndarray) -> tuple[float, float]:
+    """
+    The standardized paired effect of one task.
+
+    :param d: the task's per-seed differences (non-finite values dropped)
+    :return: ``(d_z, variance)``: mean over SD of the differences, with variance 1/n + d_z^2 / (2n); NaN with fewer
+        than 2 pairs or no spread
+    """
+    values = np.asarray(d, dtype=np.float64).ravel()
+    values = values[np.isfinite(values)]
+    n = len(values)
+    sd = float(values.std(ddof=1)) if n >= 2 else math.nan
+    if not (n >= 2 and sd > 0):
+        return math.nan, math.nan
+    d_z = float(values.mean()) / sd
+    return d_z, 1 / n + d_z**2 / (2 * n)
+
+
+def random_effects(
+    effects: Sequence[float] | np.ndarray, variances: Sequence[float] | np.ndarray, alpha: float = 0.05
+) -> MetaResult:
+    """
+    DerSimonian-Laird random-effects combination with the Hartung-Knapp(-Sidik-Jonkman) interval and test on k - 1
+    degrees of freedom. (statsmodels' ``combine_effects(method_re="dl")`` gives the same numbers when tau^2 > 0; it
+    does not truncate tau^2 at 0.) A single task: its own effect with a normal interval.
+
+    :param effects: one effect per task
+    :param variances: their sampling variances (> 0)
+    :param alpha: one minus the interval's coverage
+    :return: the combined estimate, interval, p-value and heterogeneity
+    """
+    y, v = np.asarray(effects, dtype=np.float64), np.asarray(variances, dtype=np.float64)
+    k = len(y)
+    if k == 0:
+        return MetaResult(math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, 0)
+    w = 1 / v
+    fixed = float(np.sum(w * y) / np.sum(w))
+    q = float(np.sum(w * (y - fixed) ** 2))
+    c = float(np.sum(w) - np.sum(w**2) / np.sum(w))
+    tau2 = max(0.0, (q - (k - 1)) / c) if k > 1 and c > 0 else 0.0
+    i2 = max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0
+    w_star = 1 / (v + tau2)
+    estimate = float(np.sum(w_star * y) / np.sum(w_star))
+    if k == 1:
+        se = math.sqrt(float(v[0]))
+        z = scipy_stats.norm.isf(alpha / 2)
+        p = float(2 * scipy_stats.norm.sf(abs(estimate) / se))
+        return MetaResult(estimate, estimate - z * se, estimate + z * se, p, tau2, i2, q, k)
+    se = math.sqrt(float(np.sum(w_star * (y - estimate) ** 2) / ((k - 1) * np.sum(w_star))))
+    t = scipy_stats.t.isf(alpha / 2, k - 1)
+    p = float(2 * scipy_stats.t.sf(abs(estimate) / se, k - 1)) if se > 0 else (0.0 if estimate else 1.0)
+    return MetaResult(estimate, estimate - t * se, estimate + t * se, p, tau2, i2, q, k)
 
 
 @dataclass(frozen=True)
@@ -81,8 +158,10 @@ class AcrossTasks:
     aggregate: Aggregate | None
 
 
-def _component(variant: str, envs: list[EnvResult], plan: AnalysisPlan) -> tuple[dict, MetaResult, float]:
-    effects = {}
+def _component(
+    variant: str, envs: list[EnvResult], plan: AnalysisPlan
+) -> tuple[dict[str, tuple[float, float, str]], MetaResult, float]:
+    effects: dict[str, tuple[float, float, str]] = {}
     for e in envs:
         primary = e.outcome(plan.primary)
         comparison = primary.comparisons.get(variant) if primary else None

@@ -23,6 +23,7 @@ import numpy as np
 
 from sb3_ablation.study.analyse.across import AcrossTasks, across_tasks
 from sb3_ablation.study.analyse.failures import env_failures
+from sb3_ablation.study.analyse.family_verdicts import UNRESOLVED
 from sb3_ablation.study.analyse.inference import (
     GUARANTEE,
     Comparison,
@@ -32,8 +33,8 @@ from sb3_ablation.study.analyse.inference import (
 )
 from sb3_ablation.study.analyse.model import EnvResult, Looks, Margin, OutcomeResult
 from sb3_ablation.study.analyse.outcomes import OutcomeSpec, outcome_spec, outcome_values, study_references, value_span
+from sb3_ablation.study.analyse.paired_tests import TEST_NAMES, paired_p_values, tost_p_value
 from sb3_ablation.study.analyse.results import StudyData
-from sb3_ablation.study.analyse.robust import TEST_NAMES, UNRESOLVED, paired_p_values, tost_p_value
 from sb3_ablation.study.analyse.sequential import OPEN, SEQUENTIAL_GUARANTEE, sequential_family
 from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, outcome_statistics
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, env_margin

@@ -42,7 +42,8 @@ def _values(design: Design, values: np.ndarray | Sequence[Sequence[float]]) -> n
 
 def complete_seeds(design: Design, values: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
     """Which seeds (columns of ``values``) have a finite outcome in every cell: a boolean mask ``(n_seeds,)``."""
-    return np.all(np.isfinite(_values(design, values)), axis=0)
+    complete: np.ndarray = np.all(np.isfinite(_values(design, values)), axis=0)
+    return complete
 
 
 def _estimable(design: Design, words: Sequence[str]) -> None:
@@ -71,7 +72,8 @@ def per_seed_effects(design: Design, values: np.ndarray | Sequence[Sequence[floa
     complete = array[:, np.all(np.isfinite(array), axis=0)]
     matrix = model_matrix(design, words)
     plus, minus = (matrix > 0).astype(float), (matrix < 0).astype(float)
-    return (plus.T @ complete) / plus.sum(axis=0)[:, None] - (minus.T @ complete) / minus.sum(axis=0)[:, None]
+    effects: np.ndarray = (plus.T @ complete) / plus.sum(axis=0)[:, None] - (minus.T @ complete) / minus.sum(axis=0)[:, None]
+    return effects
 
 
 @dataclass(frozen=True)

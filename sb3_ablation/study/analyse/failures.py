@@ -10,9 +10,11 @@ final-window returns (a CVaR-style "worst seeds" summary, Chan et al. 2020) besi
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from sb3_ablation.study.analyse.outcomes import (
     critic_diverged,
@@ -22,11 +24,55 @@ from sb3_ablation.study.analyse.outcomes import (
     run_outcome,
 )
 from sb3_ablation.study.analyse.results import StudyData
-from sb3_ablation.study.analyse.robust import failure_rate, paired_failure_test, worst_mean
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 
 #: the share of runs the "worst seeds" summary averages
 WORST_FRACTION = 0.25
+
+
+def failure_rate(failed: Sequence[bool] | np.ndarray, alpha: float = 0.05) -> tuple[int, int, float, float, float]:
+    """
+    The failure rate with its exact interval.
+
+    :param failed: one flag per run
+    :param alpha: one minus the interval's coverage
+    :return: ``(failures, runs, rate, low, high)`` with the exact (Clopper-Pearson) (1 - alpha) interval; NaN for no runs
+    """
+    flags = np.asarray(failed, dtype=bool).ravel()
+    k, n = int(flags.sum()), len(flags)
+    if n == 0:
+        return 0, 0, math.nan, math.nan, math.nan
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=1 - alpha, method="exact")
+    return k, n, k / n, float(ci.low), float(ci.high)
+
+
+def paired_failure_test(failed_variant: Sequence[bool] | np.ndarray, failed_baseline: Sequence[bool] | np.ndarray) -> float:
+    """
+    Exact McNemar test of "the variant fails as often as the baseline" on paired seeds.
+
+    :param failed_variant: one flag per seed
+    :param failed_baseline: one flag per seed, in the same order
+    :return: the two-sided binomial p on the discordant pairs; 1 when no pair is discordant
+    """
+    a, b = np.asarray(failed_variant, dtype=bool), np.asarray(failed_baseline, dtype=bool)
+    only_variant, only_baseline = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    if only_variant + only_baseline == 0:
+        return 1.0
+    return float(stats.binomtest(only_variant, only_variant + only_baseline, 0.5).pvalue)
+
+
+def worst_mean(values: Sequence[float] | np.ndarray, fraction: float = 0.25) -> float:
+    """
+    A CVaR-style summary of a variant's failures (Chan et al. 2020).
+
+    :param values: one return per seed
+    :param fraction: the share of worst seeds
+    :return: the mean of the worst (lowest) ceil(fraction * n) values, at least one; NaN for no values
+    """
+    ordered = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    if not len(ordered):
+        return math.nan
+    return float(ordered[: max(1, math.ceil(fraction * len(ordered)))].mean())
 
 
 @dataclass(frozen=True)

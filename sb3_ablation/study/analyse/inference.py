@@ -3,7 +3,7 @@
 One *family* is a set of paired comparisons read together (by default: every variant against the baseline on one env
 and one outcome). Each comparison is an array of per-seed differences (variant - baseline; the two runs of a seed
 share initial weights and evaluation episodes), tested with the plan's paired test
-(:mod:`~sb3_ablation.study.analyse.robust`: Wilcoxon signed-rank by default, chosen by the calibration table in
+(:mod:`~sb3_ablation.study.analyse.paired_tests`: Wilcoxon signed-rank by default, chosen by the calibration table in
 docs/calibration.md because RL's collapse seeds ruin the t-test's power), and gets one of three verdicts:
 
 - ``differs``: the test rejects "no difference";
@@ -29,18 +29,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from sb3_ablation.study.analyse.robust import (
+from sb3_ablation.study.analyse.family_verdicts import DIFFERS, EQUIVALENT, GUARANTEE, UNRESOLVED, decide_family
+from sb3_ablation.study.analyse.paired_methods import smallest_p
+from sb3_ablation.study.analyse.paired_tests import (
     DEFAULT_EQUIVALENCE_TEST,
     DEFAULT_TEST,
-    DIFFERS,
-    EQUIVALENT,
-    GUARANTEE,
     TEST_NAMES,
-    UNRESOLVED,
     PairedResult,
     compare_paired,
-    decide_family,
-    smallest_p,
 )
 
 __all__ = ["DIFFERS", "EQUIVALENT", "GUARANTEE", "UNRESOLVED", "Comparison", "compare_family"]
@@ -80,7 +76,8 @@ def paired_t_power(effect: float | np.ndarray, sd: float, n: int | np.ndarray, a
     noncentrality = np.abs(effect) * np.sqrt(n) / sd
     # the far tail is negligible where scipy's nct returns NaN for it (noncentrality in the tens)
     far_tail = np.nan_to_num(stats.nct.cdf(-critical, df, noncentrality), nan=0.0)
-    return stats.nct.sf(critical, df, noncentrality) + far_tail
+    power: np.ndarray = stats.nct.sf(critical, df, noncentrality) + far_tail
+    return power
 
 
 def minimum_detectable_effect(sd: float, n: int, alpha: float, power: float = 0.8) -> float:
@@ -112,7 +109,7 @@ def _mde_in_sd(n: np.ndarray, alpha: float, power: float) -> np.ndarray:
     power, which grows with the effect, bracketed from the usual approximation upwards.
     """
     n = np.asarray(n, dtype=np.float64)
-    high = (stats.t.ppf(1 - alpha / 2, n - 1) + stats.t.ppf(power, n - 1)) / np.sqrt(n)
+    high: np.ndarray = (stats.t.ppf(1 - alpha / 2, n - 1) + stats.t.ppf(power, n - 1)) / np.sqrt(n)
     while np.any(short := paired_t_power(high, 1.0, n, alpha) < power):
         high = np.where(short, 2 * high, high)
     low = np.zeros_like(high)
@@ -221,7 +218,7 @@ def compare_family(
     :param margin: equivalence margin (> 0; 0 or NaN: no equivalence claim possible)
     :param power: power for the minimum detectable effect and the seeds needed
     :param min_n: comparisons with fewer pairs get no test and the verdict ``unresolved``
-    :param test: the paired test (a name of :data:`~sb3_ablation.study.analyse.robust.TESTS`)
+    :param test: the paired test (a name of :data:`~sb3_ablation.study.analyse.paired_tests.TESTS`)
     :param seed: seed of the tests that resample (bootstrap, Monte Carlo sign flips)
     :param equivalence_test: the test of the equivalence claim (TOST); ``None``: ``test`` itself
     :return: name -> comparison, in the order given

@@ -76,7 +76,7 @@ class RunCurves:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
 
     @classmethod
-    def from_record(cls, record: dict) -> RunCurves:
+    def from_record(cls, record: dict[str, Any]) -> RunCurves:
         """Read a run record (as :func:`~sb3_ablation.study.store.runs.read_run` returns it)."""
         evaluations = dict(record["evaluations"])
         episode_returns = evaluations.pop("episode_returns", None) or []
@@ -100,11 +100,11 @@ class StudyData:
     """What a study folder holds, as the analysis needs it."""
 
     out: Path
-    manifest: dict
+    manifest: dict[str, Any]
     envs: list[str]
     variants: list[str]
     runs: dict[str, dict[str, list[RunCurves]]]  # env -> variant -> finished runs, by seed
-    failed: list[dict] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
     missing: list[tuple[str, str, int]] = field(default_factory=list)
     # warning message -> the (env, variant, seed) of every run, finished or failed, that raised it
     warnings: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)
@@ -127,7 +127,7 @@ class StudyData:
         return np.array([s for s, _ in pairs], dtype=np.int64), np.array([v for _, v in pairs], dtype=np.float64)
 
 
-def load_study(out: str | os.PathLike) -> StudyData:
+def load_study(out: str | os.PathLike[str]) -> StudyData:
     """
     Read a study folder: the manifest and every run record.
 

@@ -11,7 +11,7 @@ approaches", Statistics in Biopharmaceutical Research 5(4)):
   read as ``|z| = Phi^-1(1 - p / 2)`` against the comparison's group-sequential boundaries) and "not equivalent"
   (TOST, tested once, at the last look, against the comparison's level);
 - a comparison's level is alpha over the family's divisor, the divisor counted as in
-  :func:`~sb3_ablation.study.analyse.robust.decide_family`: the comparisons with a hypothesis not yet rejected
+  :func:`~sb3_ablation.study.analyse.family_verdicts.decide_family`: the comparisons with a hypothesis not yet rejected
   (Shaffer: one test for both claims, so at most one of a comparison's hypotheses is true), or the hypotheses not yet
   rejected (Holm over 2m, when the two claims use different tests);
 - a rejection frees its share: the others' boundaries are recomputed at their larger level, at every look reached so
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
-from sb3_ablation.study.analyse.robust import DIFFERS, EQUIVALENT, UNRESOLVED
+from sb3_ablation.study.analyse.family_verdicts import DIFFERS, EQUIVALENT, UNRESOLVED
 
 #: a comparison whose next look has not been reached and which no look has decided yet
 OPEN = "open"
@@ -131,7 +131,7 @@ def _grid(half_width: float, spacing: float) -> np.ndarray:
 
 def _simpson(grid: np.ndarray) -> np.ndarray:
     """Simpson weights on an odd number of equally spaced points."""
-    h = grid[1] - grid[0]
+    h: float = grid[1] - grid[0]
     w = np.ones(len(grid))
     w[1:-1:2], w[2:-1:2] = 4.0, 2.0
     return w * h / 3

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +64,8 @@ def iqm_per_timestep(curves: np.ndarray) -> np.ndarray:
     row = np.arange(values.shape[0])[:, None]
     kept = (row >= cut) & (row < count - cut)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(kept, np.nan_to_num(values), 0.0).sum(axis=0) / kept.sum(axis=0)
+        iqms: np.ndarray = np.where(kept, np.nan_to_num(values), 0.0).sum(axis=0) / kept.sum(axis=0)
+    return iqms
 
 
 def mean(scores: np.ndarray) -> float:
@@ -100,10 +101,15 @@ def seeded_numpy(seed: int) -> Iterator[None]:
         np.random.set_state(state)
 
 
-def interval(score_dict: dict[str, Any], func, reps: int, seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def interval(
+    score_dict: dict[str, Any], func: Callable[..., np.ndarray], reps: int, seed: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """rliable's ``get_interval_estimates`` (percentile stratified bootstrap), seeded."""
     with seeded_numpy(seed):
-        return rly.get_interval_estimates(score_dict, func, reps=reps, confidence_interval_size=CONFIDENCE)
+        estimates: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] = rly.get_interval_estimates(
+            score_dict, func, reps=reps, confidence_interval_size=CONFIDENCE
+        )
+    return estimates
 
 
 def paired_difference(differences: np.ndarray, min_runs: int = MIN_RUNS) -> tuple[float, tuple[float, float] | None]:
@@ -282,9 +288,10 @@ def performance_profile(
     if min(m.shape[0] for m in matrices.values()) < min_runs:
         return {v: score_distribution(m, taus) for v, m in matrices.items()}, None
     with seeded_numpy(seed):
-        return rly.create_performance_profile(
+        profiles: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] = rly.create_performance_profile(
             matrices, taus, custom_profile_func=score_distribution, reps=reps, confidence_interval_size=CONFIDENCE
         )
+    return profiles
 
 
 def score_distribution(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
@@ -292,7 +299,8 @@ def score_distribution(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
     rliable's ``score_distributions`` (the fraction of all runs and tasks with a score above each tau), vectorised:
     rliable's is an ``np.vectorize`` over taus, a Python call per tau and bootstrap resample.
     """
-    return (np.ravel(scores)[:, None] > np.asarray(taus)[None, :]).mean(axis=0)
+    fractions: np.ndarray = (np.ravel(scores)[:, None] > np.asarray(taus)[None, :]).mean(axis=0)
+    return fractions
 
 
 def env_reference(env_id: str) -> tuple[float, float] | None:

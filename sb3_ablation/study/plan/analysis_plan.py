@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 OUTCOMES = ("final_window", "last", "auc", "overestimation")
-#: the paired tests the report can use (sb3_ablation.study.analyse.robust); the default comes from the committed
+#: the paired tests the report can use (sb3_ablation.study.analyse.paired_tests); the default comes from the committed
 #: calibration table (docs/calibration.md)
 TESTS = ("t", "wilcoxon", "signflip", "signflip_trimmed", "bootstrap_t", "bootstrap_percentile")
 DEFAULT_TEST = "wilcoxon"
@@ -192,6 +192,29 @@ def parse_margins(items: list[str] | None) -> dict[str, float]:
         if not math.isfinite(margins[env]):
             raise PlanError(f"--margin {item!r}: expected ENV=VALUE with a number, e.g. Pendulum-v1=50")
     return margins
+
+
+def check_plan_envs(plan: AnalysisPlan, envs: list[str], where: str = "analysis") -> None:
+    """
+    :param plan: an analysis plan
+    :param envs: the study's env ids
+    :param where: what set the margins, for the message (``analysis``: a study file; ``--margin``: the report's flag)
+    :raise PlanError: the plan's ``margins`` or ``failure_returns`` name an env that is not in the study (e.g.
+        ``pendulum-v1`` for ``Pendulum-v1``), which would otherwise be ignored without a word; every such env is
+        named, with the closest env of the study (case ignored)
+    """
+    by_lower = {env.lower(): env for env in envs}
+    for key in ("margins", "failure_returns"):
+        unknown = [env for env in getattr(plan, key) if env not in envs]
+        if unknown:
+            hints = []
+            for env in unknown:
+                close = difflib.get_close_matches(env.lower(), list(by_lower), n=1)
+                hints.append(f"{env!r} (did you mean {by_lower[close[0]]!r}?)" if close else repr(env))
+            raise PlanError(
+                f"{where}: {key} of env{'s' * (len(unknown) > 1)} not in the study: {', '.join(hints)}; "
+                f"the study's envs are {', '.join(envs)}"
+            )
 
 
 def _did_you_mean(key: str, known: set[str]) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,10 @@ DEFAULT_CHECKPOINT_FREQ = 50_000
 # the settings that define what a run is: an output folder is tied to them (execution settings such as
 # workers and backend, and the lists of envs, variants and seeds, may change between invocations)
 RUN_SETTINGS = ("n_timesteps", "eval_freq", "eval_episodes", "eval_max_episode_steps", "hyperparams", "env_hyperparams")
+
+
+#: ``{env_id: {algo: zoo hyperparameters}}``, the hyperparameters of every env and algorithm of a study
+ResolvedHyperparams = dict[str, dict[str, dict[str, Any]]]
 
 
 class StudyError(ValueError):
@@ -120,10 +126,14 @@ class StudyConfig:
         unknown = sorted(set(self.env_hyperparams) - set(self.envs))
         if unknown:
             raise StudyError(f"env_hyperparams names envs that are not in the study: {', '.join(unknown)}")
-        from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, PlanError
+        if self.backend == "local":  # (a Ray cluster's machines may have devices that this one has not)
+            check_device(self.device)
+        from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, PlanError, check_plan_envs
 
         try:
-            self.analysis = AnalysisPlan.from_dict(self.analysis).to_dict()
+            plan = AnalysisPlan.from_dict(self.analysis)
+            check_plan_envs(plan, self.envs)
+            self.analysis = plan.to_dict()
         except (PlanError, TypeError) as error:
             raise StudyError(str(error)) from None
 
@@ -140,7 +150,8 @@ class StudyConfig:
 
     def run_settings(self) -> dict[str, Any]:
         """The settings a study folder is tied to, JSON-normalised so they compare equal after a round trip."""
-        return to_jsonable({name: getattr(self, name) for name in RUN_SETTINGS})
+        settings: dict[str, Any] = to_jsonable({name: getattr(self, name) for name in RUN_SETTINGS})
+        return settings
 
 
 def _check_positive_int(name: str, value: Any, optional: bool = False) -> None:
@@ -150,11 +161,34 @@ def _check_positive_int(name: str, value: Any, optional: bool = False) -> None:
         raise StudyError(f"{name} must be a positive integer, got {value!r}")
 
 
-class SeedList(list):
+def check_device(device: str) -> None:
+    """
+    :param device: a study's ``--device``
+    :raise StudyError: not a PyTorch device, or a CUDA device this machine does not have (SB3 would run on the CPU
+        without a word, and the study would record the device it did not use)
+    """
+    import torch as th
+
+    if device == "auto":
+        return
+    try:
+        requested = th.device(device)
+    except (RuntimeError, ValueError) as error:
+        raise StudyError(f"--device {device}: not a PyTorch device ({error})") from None
+    if requested.type == "cuda" and not th.cuda.is_available():
+        raise StudyError(
+            f"--device {device}: CUDA is not available here (PyTorch {th.__version__}); "
+            "use --device cpu, or auto for the GPU when there is one"
+        )
+    if requested.type == "cuda" and requested.index is not None and requested.index >= th.cuda.device_count():
+        raise StudyError(f"--device {device}: this machine has {th.cuda.device_count()} CUDA device(s)")
+
+
+class SeedList(list[int]):
     """Seeds given one by one (``--seed-list``, ``seed_list:``): a single number is a seed, not a count."""
 
 
-def check_out_folder(out: str | os.PathLike) -> None:
+def check_out_folder(out: str | os.PathLike[str]) -> None:
     """:raise StudyError: ``out`` or one of its parents exists and is not a folder (nothing is created here)"""
     path = Path(out)
     for folder in (path, *path.parents):
@@ -198,7 +232,7 @@ def shipped_studies() -> dict[str, Path]:
     return {path.stem: path for path in sorted(folder.glob("*.yml"))}
 
 
-def find_config_file(name: str | os.PathLike) -> Path:
+def find_config_file(name: str | os.PathLike[str]) -> Path:
     """
     :param name: a study file's path, or the name of a shipped study (``pendulum``)
     :return: the file
@@ -213,7 +247,7 @@ def find_config_file(name: str | os.PathLike) -> Path:
     raise StudyError(f"study file {str(name)!r} not found; expected a YAML file or a shipped study: {', '.join(shipped)}")
 
 
-def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
+def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     Read a study YAML file into keyword arguments of :class:`StudyConfig` (dashes in keys read as underscores).
 
@@ -244,16 +278,30 @@ def load_config_file(path: str | os.PathLike) -> dict[str, Any]:
         if not entries:
             raise StudyError(f"{str(path)!r} holds only a 'default' entry; a study needs env ids")
         return {"envs": list(entries), "env_hyperparams": {env: {**default, **entry} for env, entry in entries.items()}}
-    kwargs = {}
+    unknown = [key for key in data if str(key).replace("-", "_") not in known]
+    if unknown:
+        plural = "s" if len(unknown) > 1 else ""
+        names = ", ".join(did_you_mean(str(key), known) for key in unknown)
+        raise StudyError(f"unknown setting{plural} {names} in {str(path)!r}; expected some of {', '.join(sorted(known))}")
+    kwargs: dict[str, Any] = {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
-        if name not in known:
-            raise StudyError(f"unknown setting {key!r} in {str(path)!r}; expected one of {', '.join(sorted(known))}")
         if name == "seed_list":
             kwargs["seeds"] = SeedList(value if isinstance(value, list) else [value])
         else:
             kwargs["envs" if name == "env" else name] = value
     return kwargs
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """
+    :param name: a name that is not one of ``known`` (dashes read as underscores, as in a study file)
+    :param known: the valid names
+    :return: ``'name'``, followed by `` (did you mean 'closest'?)`` when a valid name is close (case ignored)
+    """
+    candidates = {candidate.lower(): candidate for candidate in known}
+    close = difflib.get_close_matches(name.replace("-", "_").lower(), list(candidates), n=1)
+    return f"{name!r} (did you mean {candidates[close[0]]!r}?)" if close else repr(name)
 
 
 def check_envs(envs: list[str]) -> None:
@@ -270,7 +318,7 @@ def check_envs(envs: list[str]) -> None:
             raise StudyError(f"unknown environment {env_id!r}: {str(error).splitlines()[0]}") from None
 
 
-def resolve_hyperparams(config: StudyConfig, variants: list[Variant]) -> dict[str, dict[str, dict]]:
+def resolve_hyperparams(config: StudyConfig, variants: list[Variant]) -> ResolvedHyperparams:
     """``{env_id: {algo: zoo hyperparameters with the study's overrides}}`` for every env and algorithm of the study."""
     from sb3_ablation import SWITCHES
     from sb3_ablation.zoo.hyperparams import load_hyperparams
@@ -279,7 +327,7 @@ def resolve_hyperparams(config: StudyConfig, variants: list[Variant]) -> dict[st
         switch_keys = sorted(set(config.overrides_for(env_id)) & set(SWITCHES))
         if switch_keys:
             raise StudyError(f"switches are chosen by the variants, not by hyperparameters: remove {', '.join(switch_keys)}")
-    resolved: dict[str, dict[str, dict]] = {}
+    resolved: ResolvedHyperparams = {}
     for env_id in config.envs:
         for algo in dict.fromkeys(variant.algo for variant in variants):
             try:
@@ -312,7 +360,7 @@ def check_budget(config: StudyConfig, env_id: str, algo: str, hyperparams: dict[
         )
 
 
-def make_tasks(config: StudyConfig, variants: list[Variant], resolved: dict[str, dict[str, dict]]) -> list[RunTask]:
+def make_tasks(config: StudyConfig, variants: list[Variant], resolved: ResolvedHyperparams) -> list[RunTask]:
     """One task per (env, variant, seed), seeds outermost so the first results cover every variant."""
     return [
         RunTask(

@@ -102,9 +102,9 @@ class RunRecord(RunSettings):
     resumed_from: int = UNSET
     model: str | None = None
     vecnormalize: str = UNSET
-    evaluations: dict[str, list] = field(default_factory=dict)
+    evaluations: dict[str, list[Any]] = field(default_factory=dict)
     value_episodes: list[list[dict[str, Any]]] = UNSET
-    diagnostics: dict[str, list] = UNSET
+    diagnostics: dict[str, list[Any]] = UNSET
     eval_time_s: float = UNSET
     warnings: list[str] = UNSET
     wall_time_s: float = UNSET
@@ -124,7 +124,7 @@ class RunRecord(RunSettings):
 
 def trained_by(record: dict[str, Any]) -> str:
     """The engine that trained a run, from its record as written (the process engine's records do not name it)."""
-    return record.get("engine", "process")
+    return str(record.get("engine", "process"))
 
 
 def timestamp() -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from sb3_ablation.study.analyse.across import AcrossTasks
-from sb3_ablation.study.analyse.robust import TEST_NAMES
+from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.render.figures import plot_intervals
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p

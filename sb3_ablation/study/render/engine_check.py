@@ -1,29 +1,23 @@
 """
-Do the engines agree? The report's section for a study whose seeds come from more than one engine (e.g. seeds 0-4
-from the process engine, 5-9 from the batched engine). Each seed of a task is trained by one engine, so every paired
-difference (variant - baseline) lies within one engine; this section asks whether those differences, the effects,
-depend on the engine: per task and variant, Welch's t-test of the paired differences of one engine's seeds against
-the other's on the primary outcome, Holm over the variants of the task.
+Do the engines agree? The report's section for a study whose seeds come from more than one engine: the check of
+:mod:`~sb3_ablation.study.analyse.engine_check` (per task and variant, Welch's t-test of the paired differences of one
+engine's seeds against the other's, Holm over the variants of the task) as a table per task and its part of
+report.json.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from scipy import stats
-
-from sb3_ablation.study.analyse.analysis import EnvResult, Section, outcome_values
-from sb3_ablation.study.analyse.inference import holm
+from sb3_ablation.study.analyse.analysis import Section
+from sb3_ablation.study.analyse.engine_check import MIN_SEEDS_PER_ENGINE, EngineComparison, engine_check
+from sb3_ablation.study.analyse.model import EnvResult
 
 if TYPE_CHECKING:
     from sb3_ablation.study.analyse.results import StudyData
     from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
-
-# fewer seeds of an engine than this: no test (a t interval from 1 seed has no width)
-MIN_SEEDS_PER_ENGINE = 2
 
 
 def engine_sections(data: StudyData, envs: Sequence[EnvResult], baseline: str | None, plan: AnalysisPlan) -> list[Section]:
@@ -36,9 +30,10 @@ def engine_sections(data: StudyData, envs: Sequence[EnvResult], baseline: str | 
     :param plan: the analysis plan (alpha)
     :return: one section, or none
     """
-    if len(data.engines) < 2 or baseline is None:
+    check = engine_check(data, envs, baseline, plan)
+    if check is None:
         return []
-    first = min(data.engines, key=lambda engine: min(seed for _, _, seed in data.engines[engine]))
+    first = check.reference_engine
     lines = [
         "Each seed of a task is trained by one engine, so each paired difference (variant - baseline) lies within "
         f"one engine. Does the effect depend on the engine? Per task and variant: the mean paired difference on the "
@@ -48,42 +43,19 @@ def engine_sections(data: StudyData, envs: Sequence[EnvResult], baseline: str | 
         "",
     ]
     json: dict[str, Any] = {"reference_engine": first, "envs": {}}
-    for env_result in envs:
-        env, outcome = env_result.env, env_result.outcomes[0]
-        rows = []
-        base_seeds, base_values = outcome_values(data, env, baseline, outcome.outcome.key, plan)
-        base = dict(zip(base_seeds.tolist(), base_values.tolist(), strict=True))
-        for variant in outcome.comparisons:
-            seeds, values = outcome_values(data, env, variant, outcome.outcome.key, plan)
-            by_engine: dict[str, list[float]] = {}
-            for seed, value in zip(seeds.tolist(), values.tolist(), strict=True):
-                if seed in base:
-                    by_engine.setdefault(data.seed_engine(env, seed) or "?", []).append(value - base[seed])
-            for engine in sorted(set(by_engine) - {first}):
-                rows.append(_welch(variant, engine, np.array(by_engine.get(first, [])), np.array(by_engine[engine])))
-        tested = [row for row in rows if math.isfinite(row["p"])]
-        for row, adjusted in zip(tested, holm([row["p"] for row in tested]), strict=True):
-            row["p_holm"] = float(adjusted)
-        lines += _env_lines(env, outcome.outcome.name, first, rows, plan.alpha)
-        json["envs"][env] = {"outcome": outcome.outcome.key, "comparisons": rows}
+    for env in check.envs:
+        lines += _env_lines(env.env, env.outcome_name, first, env.comparisons, plan.alpha)
+        json["envs"][env.env] = {"outcome": env.outcome_key, "comparisons": [_row_json(row) for row in env.comparisons]}
     return [Section("Engines", lines, json)]
 
 
-def _welch(variant: str, engine: str, reference: np.ndarray, other: np.ndarray) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "variant": variant, "engine": engine, "reference_n": len(reference), "n": len(other),
-        "reference_effect": float(reference.mean()) if len(reference) else math.nan,
-        "effect": float(other.mean()) if len(other) else math.nan,
-        "difference": math.nan, "ci": None, "p": math.nan, "p_holm": math.nan,
-    }  # fmt: skip
-    if min(len(reference), len(other)) >= MIN_SEEDS_PER_ENGINE and (reference.std() > 0 or other.std() > 0):
-        test = stats.ttest_ind(other, reference, equal_var=False)
-        low, high = test.confidence_interval(0.95)
-        row.update(difference=float(other.mean() - reference.mean()), ci=[float(low), float(high)], p=float(test.pvalue))
-    return row
+def _row_json(row: EngineComparison) -> dict[str, Any]:
+    fields = asdict(row)
+    fields["ci"] = None if row.ci is None else list(row.ci)
+    return fields
 
 
-def _env_lines(env: str, outcome: str, first: str, rows: list[dict[str, Any]], alpha: float) -> list[str]:
+def _env_lines(env: str, outcome: str, first: str, rows: list[EngineComparison], alpha: float) -> list[str]:
     if not rows:
         return [f"**{env}**: the seeds of one engine only; nothing to compare.", ""]
     lines = [
@@ -93,15 +65,15 @@ def _env_lines(env: str, outcome: str, first: str, rows: list[dict[str, Any]], a
         "|---|---:|---:|---:|---:|---:|:---|",
     ]
     for row in rows:
-        if row["ci"] is None:
+        if row.ci is None:
             difference, p, p_holm, verdict = "—", "—", "—", f"fewer than {MIN_SEEDS_PER_ENGINE} seeds of an engine"
         else:
-            low, high = row["ci"]
-            difference = f"{row['difference']:+,.1f} [{low:,.1f}, {high:,.1f}]"
-            p, p_holm = f"{row['p']:.2g}", f"{row['p_holm']:.2g}"
-            verdict = "**differ**" if row["p_holm"] <= alpha else "no difference detected"
+            low, high = row.ci
+            difference = f"{row.difference:+,.1f} [{low:,.1f}, {high:,.1f}]"
+            p, p_holm = f"{row.p:.2g}", f"{row.p_holm:.2g}"
+            verdict = "**differ**" if row.p_holm <= alpha else "no difference detected"
         lines.append(
-            f"| {row['variant']} | {row['reference_effect']:+,.1f} ({row['reference_n']}) | {row['engine']}: "
-            f"{row['effect']:+,.1f} ({row['n']}) | {difference} | {p} | {p_holm} | {verdict} |"
+            f"| {row.variant} | {row.reference_effect:+,.1f} ({row.reference_n}) | {row.engine}: "
+            f"{row.effect:+,.1f} ({row.n}) | {difference} | {p} | {p_holm} | {verdict} |"
         )
     return [*lines, ""]

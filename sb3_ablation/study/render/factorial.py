@@ -10,12 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from sb3_ablation.study.analyse.analysis import EnvResult, Section
+from sb3_ablation.study.analyse.analysis import Section
 from sb3_ablation.study.analyse.effects import half_normal_points
 from sb3_ablation.study.analyse.factorial import FactorialResult, analyse_outcome, study_design
 from sb3_ablation.study.analyse.inference import Comparison
+from sb3_ablation.study.analyse.model import EnvResult
+from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.analyse.results import StudyData
-from sb3_ablation.study.analyse.robust import TEST_NAMES
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.designs import INTERACTION
 from sb3_ablation.study.plan.variants import canonical_name

@@ -1,10 +1,18 @@
 """The figures of a study report (PNG, matplotlib with the Agg backend): curves over training, interval estimates and
 performance profiles. rliable draws what it has a plot for (sample-efficiency curves with CIs, performance profiles);
-the rest is plain matplotlib with seaborn's colorblind palette."""
+the rest is plain matplotlib.
+
+Each variant has one style in every figure of a report (:func:`palette`): a colour of Okabe and Ito's colour-blind-safe
+palette crossed with a line style and a marker, so up to 196 variants (64 in a full factorial) have distinct
+(colour, line style, marker) triples, and full TD3 is always black, solid and unmarked. Where curves may coincide (a
+performance profile of runs that all failed alike), each is drawn narrower than the one before and its markers fall at
+other points, so none hides another. The captions say how many runs a band or bracket stands on (:func:`iqm_caption`,
+:func:`curve_band`, :func:`profile_band`), and claim no interval where there are too few runs for one.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,15 +20,134 @@ from typing import Any
 import numpy as np
 
 from sb3_ablation.common.io import atomic_path
-from sb3_ablation.study.analyse.statistics import VariantStats
+from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats
+from sb3_ablation.study.render.tables import bootstrap_method
+
+#: Okabe and Ito's colour-blind-safe qualitative palette (Wong, Nature Methods 8: 441, 2011), its black kept for TD3
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442")
+LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+#: the variant every report draws alike: full TD3
+TD3 = "td3"
 
 
-def palette(variants: Sequence[str]) -> dict[str, Any]:
-    """One color per variant: seaborn's colorblind palette (up to 10 variants), else evenly spaced hues."""
-    import seaborn as sns
+@dataclass(frozen=True)
+class VariantStyle:
+    """
+    How one variant is drawn in every figure of a report.
 
-    name = "colorblind" if len(variants) <= 10 else "husl"
-    return dict(zip(variants, sns.color_palette(name, n_colors=max(len(variants), 1)), strict=False))
+    :param color: its colour (hex)
+    :param linestyle: matplotlib line style of its curves
+    :param marker: matplotlib marker of its curves (``""``: none)
+    :param linewidth: width of its curves
+    """
+
+    color: str
+    linestyle: str
+    marker: str
+    linewidth: float = 1.8
+
+
+#: full TD3's style, the same in every report: black, solid, thicker, no marker (no other variant is black)
+TD3_STYLE = VariantStyle("#000000", "-", "", 2.4)
+
+
+def palette(variants: Sequence[str]) -> dict[str, VariantStyle]:
+    """
+    One style per variant, in the order given: ``td3`` gets :data:`TD3_STYLE`; the others, in turn, each colour of
+    :data:`OKABE_ITO` with the solid line and a marker of its own, then the same colours dashed with the markers shifted
+    by one, dotted with them shifted by two, ... Two variants share a colour only 7 apart, and then differ in line
+    style or marker; the (colour, line style, marker) triples are distinct up to 196 variants besides TD3.
+
+    :param variants: the variants, in the report's order
+    :return: variant -> its style
+    """
+    styles, i = {}, 0
+    for variant in variants:
+        if variant == TD3:
+            styles[variant] = TD3_STYLE
+            continue
+        block, color = divmod(i, len(OKABE_ITO))
+        styles[variant] = VariantStyle(
+            OKABE_ITO[color], LINESTYLES[block % len(LINESTYLES)], MARKERS[(color + block) % len(MARKERS)]
+        )
+        i += 1
+    return styles
+
+
+def _markevery(n_points: int, rank: int, n_curves: int, marks: int = 8) -> tuple[int, int]:
+    """
+    Where the ``rank``-th of ``n_curves`` curves puts its markers: every ``step``-th point (about ``marks`` per curve),
+    from an offset of its own, so the markers of curves that coincide fall at different points.
+    """
+    step = max(1, n_points // marks)
+    return (rank * step // max(n_curves, 1)) % step, step
+
+
+def _stacked_widths(n_curves: int, widest: float = 3.4, narrowest: float = 1.2) -> list[float]:
+    """Line widths in drawing order, each narrower than the one before: a curve drawn over another leaves its edges."""
+    if n_curves == 1:
+        return [2.0]
+    return [widest - (widest - narrowest) * rank / (n_curves - 1) for rank in range(n_curves)]
+
+
+def _count_text(counts: Iterable[int]) -> str:
+    """``"10"``, or ``"3-10"`` where the variants have different counts."""
+    values = sorted(set(counts))
+    return str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}"
+
+
+def iqm_caption(reps: int, counts: Sequence[int]) -> str:
+    """
+    The caption of an env's IQM brackets: the bootstrap and ``n`` where every variant has :data:`MIN_RUNS` runs or
+    more; with fewer, that there are no brackets (or only for some variants), and why.
+
+    :param reps: bootstrap resamples
+    :param counts: each variant's number of runs (seeds)
+    """
+    n = _count_text(counts)
+    if min(counts) >= MIN_RUNS:
+        return f"IQM brackets: {bootstrap_method(reps, n)} (effect sizes, not corrected)."
+    if max(counts) < MIN_RUNS:
+        return (
+            f"No IQM brackets: n = {n} seeds per variant, too few for a bootstrap CI (it needs {MIN_RUNS} or more); "
+            "the tables show each seed's value."
+        )
+    return (
+        f"IQM brackets only where a variant has {MIN_RUNS}+ seeds: {bootstrap_method(reps, n)} (effect sizes, not "
+        "corrected); the others show each seed's value."
+    )
+
+
+def curve_band(reps: int, counts: Sequence[int]) -> str:
+    """
+    What a figure of curves over training shows (title and caption): IQM and bootstrap band, or each run, with ``n``
+    where any variant has fewer than :data:`MIN_RUNS` runs.
+
+    :param reps: bootstrap resamples of the bands
+    :param counts: each drawn variant's number of runs
+    """
+    if max(counts) < MIN_RUNS:
+        return f"each run (thin) and their IQM, n = {_count_text(counts)} runs per variant: no band, too few runs"
+    band = (
+        f"IQM over runs, 95% stratified-bootstrap band ({reps:,} resamples) where a variant has {MIN_RUNS}+ runs, "
+        "else each run"
+    )
+    return band if min(counts) >= MIN_RUNS else f"{band}; n = {_count_text(counts)} runs per variant"
+
+
+def profile_band(reps: int, counts: Sequence[int]) -> str:
+    """
+    The bands of a performance profile, as its caption says them: bootstrap bands where every variant has
+    :data:`MIN_RUNS` runs or more (as :func:`~sb3_ablation.study.analyse.statistics.performance_profile` computes
+    them), else none, with ``n``.
+
+    :param reps: bootstrap resamples
+    :param counts: each drawn variant's number of runs
+    """
+    if min(counts) >= MIN_RUNS:
+        return f"95% stratified-bootstrap bands, {reps:,} resamples"
+    return f"no bands: n = {_count_text(counts)} runs per variant, fewer than {MIN_RUNS}"
 
 
 def save_figure(fig, path: Path) -> None:
@@ -57,10 +184,13 @@ class Panel:
     xlabel: str = "environment steps"
 
 
-def plot_curve_panels(suptitle: str, panels: list[Panel], colors: dict[str, Any], path: Path) -> None:
+def plot_curve_panels(suptitle: str, panels: list[Panel], styles: dict[str, VariantStyle], path: Path) -> None:
     """
     Curves over training, one panel per metric. With a CI (enough runs) a curve is rliable's sample-efficiency curve
-    (IQM with a 95% stratified-bootstrap band); without, the IQM as a line and each run as a thin line, no band.
+    (IQM with a 95% stratified-bootstrap band); without, the IQM as a line and each run as a thin line, no band. Each
+    variant in its style (:func:`palette`), its markers at points of its own.
+
+    :param styles: variant -> its style (:func:`palette`)
     """
     import matplotlib.pyplot as plt
     from rliable import plot_utils
@@ -69,26 +199,29 @@ def plot_curve_panels(suptitle: str, panels: list[Panel], colors: dict[str, Any]
     rows = -(-len(panels) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(6.5 * columns, 4.3 * rows), squeeze=False)
     for ax, panel in zip(axes.flat, panels, strict=False):
-        for variant, curve in panel.curves.items():
+        for rank, (variant, curve) in enumerate(panel.curves.items()):
+            style = styles[variant]
             drawn = np.isfinite(curve.iqm)  # a window where no run logged a value leaves a gap, not a broken line
             if curve.ci is not None:
                 plot_utils.plot_sample_efficiency_curve(
                     curve.timesteps[drawn],
                     {variant: curve.iqm[drawn]},
                     {variant: curve.ci[:, drawn]},
-                    colors=colors,
+                    colors={variant: style.color},
                     ax=ax,
-                    marker="",
-                    linewidth=1.8,
+                    marker=style.marker,
+                    linewidth=style.linewidth,
                     labelsize="medium",
                     ticklabelsize="small",
                     xlabel=panel.xlabel,
                     ylabel=panel.ylabel,
                 )
             else:
-                ax.plot(curve.timesteps[drawn], curve.per_run[:, drawn].T, color=colors[variant], linewidth=0.7, alpha=0.5)
-                ax.plot(curve.timesteps[drawn], curve.iqm[drawn], color=colors[variant], linewidth=1.8)
-            ax.lines[-1].set_label(f"{variant} (n={curve.n_runs})")
+                ax.plot(curve.timesteps[drawn], curve.per_run[:, drawn].T, color=style.color, linewidth=0.7, alpha=0.5)
+                ax.plot(curve.timesteps[drawn], curve.iqm[drawn], color=style.color, marker=style.marker)
+            line = ax.lines[-1]
+            line.set(linestyle=style.linestyle, linewidth=style.linewidth, markersize=5, label=f"{variant} (n={curve.n_runs})")
+            line.set_markevery(_markevery(int(drawn.sum()), rank, len(panel.curves)))
         if panel.zero_line:
             ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--")
         ax.set_xlabel(panel.xlabel)
@@ -130,38 +263,78 @@ def plot_performance_profiles(
     profiles: dict[str, np.ndarray],
     cis: dict[str, np.ndarray] | None,
     taus: np.ndarray,
-    colors: dict[str, Any],
+    styles: dict[str, VariantStyle],
     xlabel: str,
     path: Path,
 ) -> None:
-    """rliable's performance profiles: the fraction of runs scoring above each threshold, with CI bands if any."""
+    """
+    rliable's performance profiles: the fraction of runs scoring above each threshold, with CI bands if any
+    (:func:`draw_performance_profiles`).
+
+    :param styles: variant -> its style (:func:`palette`)
+    """
     import matplotlib.pyplot as plt
-    from rliable import plot_utils
 
     fig, ax = plt.subplots(figsize=(8, 5))
+    draw_performance_profiles(ax, profiles, cis, taus, styles, xlabel)
+    ax.legend(fontsize="small", loc="best")
+    ax.set_title(title, fontsize="medium")
+    save_figure(fig, path)
+
+
+def draw_performance_profiles(
+    ax: Any,
+    profiles: dict[str, np.ndarray],
+    cis: dict[str, np.ndarray] | None,
+    taus: np.ndarray,
+    styles: dict[str, VariantStyle],
+    xlabel: str = "score x",
+) -> list[Any]:
+    """
+    Draw performance profiles on ``ax`` with rliable, each variant in its style. Profiles often coincide (e.g. where
+    every run of two variants failed), so none may hide another: in the order given each line is narrower than the
+    one before (an earlier one shows around a later one on top of it) and puts its markers at points of its own.
+
+    :param ax: matplotlib axes
+    :param profiles: variant -> fraction of runs above each tau
+    :param cis: variant -> (2, taus) bands, or ``None``
+    :param taus: the thresholds
+    :param styles: variant -> its style (:func:`palette`)
+    :param xlabel: the x axis' label
+    :return: the profiles' lines, in the order of ``profiles``
+    """
+    from rliable import plot_utils
+
     plot_utils.plot_performance_profiles(
         profiles,
         taus,
         performance_profile_cis=cis,
-        colors=colors,
+        colors={variant: styles[variant].color for variant in profiles},
+        linestyles={variant: styles[variant].linestyle for variant in profiles},
         ax=ax,
         xlabel=xlabel,
         ylabel="fraction of runs with score > x",
         labelsize="medium",
         ticklabelsize="small",
     )
-    ax.legend(fontsize="small", loc="best")
-    ax.set_title(title, fontsize="medium")
-    save_figure(fig, path)
+    by_label = {line.get_label(): line for line in ax.lines}
+    lines = [by_label[variant] for variant in profiles]
+    for rank, (line, width) in enumerate(zip(lines, _stacked_widths(len(lines)), strict=True)):
+        style = styles[line.get_label()]
+        line.set(marker=style.marker, markersize=5, linewidth=width, zorder=2 + rank / len(lines))
+        line.set_markevery(_markevery(len(taus), rank, len(lines)))
+    return lines
 
 
 def plot_intervals(
-    title: str, stats: dict[str, VariantStats], colors: dict[str, Any], xlabel: str, path: Path, names=("IQM", "mean")
+    title: str, stats: dict[str, VariantStats], styles: dict[str, VariantStyle], xlabel: str, path: Path, names=("IQM", "mean")
 ) -> None:
     """
     IQM and mean with their 95% CIs per variant: the layout of rliable's ``plot_interval_estimates``, drawn here
-    because that one needs a CI for every variant (with too few runs we draw each run as a dot instead), and fixes
-    the figure width and the x label's position, which cut off long variant names.
+    because that one needs a CI for every variant (with too few runs we draw each run as a dot, in the variant's
+    marker, instead), and fixes the figure width and the x label's position, which cut off long variant names.
+
+    :param styles: variant -> its style (:func:`palette`)
     """
     import matplotlib.pyplot as plt
 
@@ -173,9 +346,12 @@ def plot_intervals(
             s = stats[variant]
             point, ci = (s.iqm, s.iqm_ci) if name == "IQM" else (s.mean, s.mean_ci)
             if ci is not None:
-                ax.barh(row, ci[1] - ci[0], left=ci[0], height=0.6, color=colors[variant], alpha=0.75)
+                ax.barh(row, ci[1] - ci[0], left=ci[0], height=0.6, color=styles[variant].color, alpha=0.75)
             else:
-                ax.scatter(s.per_seed, np.full(len(s.per_seed), row), color=colors[variant], s=18, zorder=3)
+                style = styles[variant]
+                ax.scatter(
+                    s.per_seed, np.full(len(s.per_seed), row), color=style.color, marker=style.marker or "o", s=18, zorder=3
+                )
             ax.vlines(point, row - 0.3, row + 0.3, color="black", linewidth=1.5)
         ax.set_title(f"{name} (bar: 95% CI, or dots: runs; line: estimate)", fontsize="medium")
         ax.set_xlabel(xlabel)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.analysis import ReportModel
+from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.analyse.results import StudyData
-from sb3_ablation.study.analyse.robust import TEST_NAMES
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.render.tables import margin_text

@@ -1,4 +1,5 @@
-"""The report of a study: ``<out>/report.md``, ``<out>/report.json`` and the PNG figures in ``<out>/figures/``.
+"""The report of a study: ``<out>/report.md``, ``<out>/report.json``, the PNG figures in ``<out>/figures/`` and
+the tidy ``<out>/evaluations.csv`` (:mod:`~sb3_ablation.study.render.exports`).
 
 Compute, then render: :func:`~sb3_ablation.study.analyse.analysis.build_model` computes every estimate and verdict under the
 study's analysis plan (:mod:`~sb3_ablation.study.plan.analysis_plan`) into a report model, and this module renders the model as
@@ -27,7 +28,8 @@ import numpy as np
 from sb3_ablation.common.io import write_json_atomic, write_text_atomic
 from sb3_ablation.common.training_stats import ACTOR_STD, TARGET_Q_MEAN, TD_ERROR, TWIN_Q_GAP, q_mean_key
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.analyse.analysis import EnvResult, ReportModel, build_model
+from sb3_ablation.study.analyse.analysis import ReportModel, build_model
+from sb3_ablation.study.analyse.model import EnvResult
 from sb3_ablation.study.analyse.outcomes import outcome_values
 from sb3_ablation.study.analyse.results import DIAGNOSTICS, StudyData, aligned_curves, load_study
 from sb3_ablation.study.analyse.statistics import (
@@ -42,24 +44,26 @@ from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.variants import baseline_name
 from sb3_ablation.study.render.across import across_section
 from sb3_ablation.study.render.engine_check import engine_sections
+from sb3_ablation.study.render.exports import write_evaluations_csv
 from sb3_ablation.study.render.factorial import factorial_sections
 from sb3_ablation.study.render.figures import (
     CurveEstimate,
     Panel,
+    curve_band,
+    iqm_caption,
     palette,
     plot_curve_panels,
     plot_intervals,
     plot_performance_profiles,
+    profile_band,
 )
 from sb3_ablation.study.render.json import model_json
 from sb3_ablation.study.render.plan import plan_banner, plan_section
 from sb3_ablation.study.render.sequential import looks_lines
 from sb3_ablation.study.render.summaries import findings_markdown
 from sb3_ablation.study.render.tables import (
-    bootstrap_method,
     failures_table,
     outcome_table,
-    seed_counts,
     table_legend,
     too_few_runs_note,
 )
@@ -162,10 +166,7 @@ def _curve_figures(
 ) -> list[str]:
     """Learning curves and the overestimation next to the training diagnostics; returns the markdown for them."""
     by_variant, name = data.runs[env], safe_name(env)
-    band = (
-        f"IQM over runs, 95% stratified-bootstrap band ({reps:,} resamples) where a variant has {MIN_RUNS}+ runs, "
-        "else each run"
-    )
+    band = curve_band(reps, [len(by_variant[variant]) for variant in shown])
     learning = Panel("return", "episode return (mean of evaluation episodes)", {})
     bias = Panel("value overestimation of critic 1", "Q1(s, a) - discounted return", {}, zero_line=True)
     diagnostics = [Panel(*DIAGNOSTIC_LABELS[key], {}) for key in DIAGNOSTICS]
@@ -220,7 +221,7 @@ def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict
             lines += looks_lines(result.sequential, plan.alpha)
         if any(not c.reason.startswith("n =") for c in result.comparisons.values()):
             lines += [table_legend(result, plan), ""]
-    lines += [f"IQM brackets: {bootstrap_method(reps, seed_counts(primary.stats))} (effect sizes, not corrected).", ""]
+    lines += [iqm_caption(reps, [s.n_runs for s in primary.stats.values()]), ""]
     lines += failures_table(e.failures, baseline)
 
     shown = env_variants
@@ -261,7 +262,7 @@ def _profile_figure(
     taus = np.linspace(values.min(), values.max(), PROFILE_POINTS)
     profiles, cis = performance_profile(scores, taus, reps=reps, seed=seed)
     plot_performance_profiles(title, profiles, cis, taus, colors, xlabel, path)
-    band = f"95% stratified-bootstrap bands, {reps:,} resamples" if cis else f"no bands: fewer than {MIN_RUNS} runs"
+    band = profile_band(reps, [np.size(values) for values in scores.values()])
     return [f"![{title}](figures/{path.name})", "", f"Performance profile (rliable): fraction of runs above x ({band}).", ""]
 
 
@@ -382,7 +383,8 @@ def write_report(
     **plan_changes: Any,
 ) -> Path:
     """
-    Write ``<out>/report.md``, ``<out>/report.json`` and the figures (``<out>/figures/*.png``).
+    Write ``<out>/report.md``, ``<out>/report.json``, the figures (``<out>/figures/*.png``) and the tidy table of the
+    evaluations (``<out>/evaluations.csv``, :func:`~sb3_ablation.study.render.exports.write_evaluations_csv`).
 
     :param out: the study folder
     :param reps: bootstrap replications of the IQM intervals (curves and profiles use at most 2,000)
@@ -442,6 +444,7 @@ def write_report(
     lines += _warnings_section(data)
     lines += _failures_section(data)
     write_json_atomic(out / "report.json", model_json(model))
+    write_evaluations_csv(out)  # the tidy table of every evaluation, for pandas, seaborn and rliable
     path = out / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")
     return path

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from sb3_ablation.study.analyse.family_verdicts import DIFFERS
 from sb3_ablation.study.analyse.model import Looks
-from sb3_ablation.study.analyse.robust import DIFFERS
 from sb3_ablation.study.analyse.sequential import BIAS_NOTE, OPEN, nominal_alpha, spent_alpha
 from sb3_ablation.study.render.format import fmt_p
 

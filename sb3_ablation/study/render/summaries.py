@@ -6,7 +6,7 @@ from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.analysis import ReportModel
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED, Comparison
 from sb3_ablation.study.analyse.model import EnvResult
-from sb3_ablation.study.analyse.robust import TEST_NAMES
+from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.tables import margin_text

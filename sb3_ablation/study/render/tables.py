@@ -6,7 +6,7 @@ from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.failures import EnvFailures, FailureCount
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT
 from sb3_ablation.study.analyse.model import Margin, OutcomeResult
-from sb3_ablation.study.analyse.robust import TEST_NAMES
+from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, min_permutation_p
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.variants import parse_variant

@@ -39,7 +39,7 @@ class RunCheckpoints:
     :param record_path: the run's record file
     """
 
-    def __init__(self, record_path: str | os.PathLike):
+    def __init__(self, record_path: str | os.PathLike[str]):
         self.folder = run_stem(record_path).with_suffix(".checkpoint")
         self.pointer = self.folder / "latest.json"
 
@@ -87,7 +87,8 @@ class RunCheckpoints:
     @staticmethod
     def read_state(folder: Path) -> dict[str, Any]:
         with open(folder / STATE_FILE, "rb") as file:
-            return pickle.load(file)
+            state: dict[str, Any] = pickle.load(file)
+        return state
 
     @staticmethod
     def restore_replay_buffer(folder: Path, model: Any) -> None:
@@ -118,7 +119,7 @@ def filled_rows(buffer: Any) -> int:
     return int(buffer.buffer_size if buffer.full else min(buffer.pos + 1, buffer.buffer_size))
 
 
-def save_replay_buffer(buffer: Any, path: str | os.PathLike) -> None:
+def save_replay_buffer(buffer: Any, path: str | os.PathLike[str]) -> None:
     """
     Save an SB3 replay buffer's filled rows (:func:`filled_rows`) and its other attributes, pickled and gzip-compressed:
     a buffer preallocated for a million transitions and holding a few thousand is saved as a few thousand.
@@ -139,7 +140,7 @@ def save_replay_buffer(buffer: Any, path: str | os.PathLike) -> None:
         pickle.dump({"rows": rows, "storage": storage, "attributes": attributes}, file, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def restore_replay_buffer(buffer: Any, path: str | os.PathLike) -> None:
+def restore_replay_buffer(buffer: Any, path: str | os.PathLike[str]) -> None:
     """
     Restore :func:`save_replay_buffer`'s file into a fresh buffer of the same settings (as the model's constructor or
     ``load`` preallocates it: zeros, nothing written), bit for bit: its rows are copied in, the rest stays zeros as in
@@ -182,7 +183,7 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def save_final_model(model: Any, record: RunRecord, record_path: str | os.PathLike) -> None:
+def save_final_model(model: Any, record: RunRecord, record_path: str | os.PathLike[str]) -> None:
     """
     Save the final model (and VecNormalize statistics) next to the run record, atomically, and name their files in
     ``record`` (``model``, ``vecnormalize``: relative to the record's folder).

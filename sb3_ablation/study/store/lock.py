@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import platform
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,24 +16,32 @@ LOCK_NAME = ".study.lock"
 
 
 @contextlib.contextmanager
-def study_lock(out: str | os.PathLike) -> Iterator[None]:
+def study_lock(out: str | os.PathLike[str]) -> Iterator[None]:
     """
     Hold ``<out>/.study.lock`` while a study writes into ``out``: a second study on the same folder fails at once
-    with one line. The lock is the kernel's (``flock``): it goes with the process, so a killed study leaves none.
+    with one line. The lock is the kernel's (``flock``): it goes with the process, so a killed study leaves none. The
+    file's text (``pid <pid> on <host>``) only names the last study that held it: a file left behind is not a lock.
 
+    :param out: the study folder (created with its parents)
     :raise StudyLockedError: another study holds the folder
+    :raise StudyError: the folder cannot be created or written
     """
     folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_NAME, "a+") as file:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        file = open(folder / LOCK_NAME, "a+")  # noqa: SIM115 (closed by the `with file` below)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        where = f" ({error.filename})" if error.filename and str(error.filename) != str(out) else ""
+        raise StudyError(
+            f"output folder {str(out)!r} cannot be written: {reason}{where}; pick a folder you can write with --out"
+        ) from None
+    with file:
         try:
             fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             file.seek(0)
-            holder = file.read().strip() or "another process"
-            raise StudyLockedError(
-                f"another study ({holder}) is writing into {out}; wait for it to finish or use another --out"
-            ) from None
+            raise StudyLockedError(_held_message(file.read().strip(), out)) from None
         file.seek(0)
         file.truncate()
         file.write(f"pid {os.getpid()} on {platform.node()}")
@@ -41,6 +50,40 @@ def study_lock(out: str | os.PathLike) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(file.fileno(), fcntl.LOCK_UN)
+
+
+def _held_message(holder: str, out: str | os.PathLike[str]) -> str:
+    """
+    :param holder: the lock file's text, ``pid <pid> on <host>`` (empty: not written yet)
+    :param out: the study folder
+    :return: the one line that says who holds the lock, as far as this machine can tell
+    """
+    match = re.fullmatch(r"pid (\d+) on (.*)", holder)
+    wait = "wait for it to finish or use another --out"
+    if match is None:
+        return f"another study is writing into {out}; {wait}"
+    pid, host = int(match.group(1)), match.group(2)
+    if host != platform.node():
+        # the lock is held now, so that study runs; this machine cannot look at its process
+        return (
+            f"another study (pid {pid} on {host}, another machine) is writing into {out}; {wait} (the lock ends with "
+            "that process, even a killed one)"
+        )
+    if not _alive(pid):
+        # the holder has locked the folder but not yet written its own pid over the last study's
+        return f"another study is writing into {out} (the lock file still names pid {pid}, which has ended); {wait}"
+    return f"another study (pid {pid} on {host}) is writing into {out}; {wait}"
+
+
+def _alive(pid: int) -> bool:
+    """:return: whether a process ``pid`` runs on this machine (one of another user counts)"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 class StudyLockedError(StudyError):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sb3_ablation.common.io import write_json_atomic
-from sb3_ablation.study.plan.config import StudyConfig, StudyError, to_jsonable
+from sb3_ablation.study.plan.config import ResolvedHyperparams, StudyConfig, StudyError, to_jsonable
 from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, timestamp, trained_by
 from sb3_ablation.study.store.runs import RECORD_SUFFIX, env_folder, iter_runs, read_run
 
@@ -27,14 +27,14 @@ def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [f"{prefix.rstrip('.')} ({json.dumps(old)} there, {json.dumps(new)} now)"]
 
 
-def _restrict_env_hyperparams(settings: dict, envs: set[str]) -> dict:
+def _restrict_env_hyperparams(settings: dict[str, Any], envs: set[str]) -> dict[str, Any]:
     return {
         **settings,
         "env_hyperparams": {env: hp for env, hp in (settings.get("env_hyperparams") or {}).items() if env in envs},
     }
 
 
-def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str, dict]], versions: dict[str, str]) -> dict:
+def open_manifest(config: StudyConfig, resolved_hyperparams: ResolvedHyperparams, versions: dict[str, str]) -> dict[str, Any]:
     """
     Create the study manifest, or check an existing one and extend its lists of envs, variants and seeds.
 
@@ -89,7 +89,7 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
         manifest["hyperparams"].setdefault(env, {}).update(by_algo)
     # the runs planned: each invocation's grid
     grids = manifest.get("grids") or []
-    grid: dict[str, list] = {"envs": list(config.envs), "variants": list(config.variants), "seeds": sorted(config.seeds)}
+    grid: dict[str, list[Any]] = {"envs": list(config.envs), "variants": list(config.variants), "seeds": sorted(config.seeds)}
     manifest["grids"] = grids if set(_grid_runs([grid])) <= set(_grid_runs(grids)) else [*grids, grid]
     for key in ("envs", "variants", "seeds"):
         manifest[key] = list(dict.fromkeys([*manifest.get(key, []), *grid[key]]))
@@ -107,7 +107,7 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: dict[str, dict[str,
     return manifest
 
 
-def planned_runs(manifest: dict) -> list[tuple[str, str, int]]:
+def planned_runs(manifest: dict[str, Any]) -> list[tuple[str, str, int]]:
     """
     The ``(env, variant, seed)`` of every run a study plans: the union of its invocations' grids (envs x variants x
     seeds), so that more seeds of a few variants (``--variants td3,no_clipped_double_q --seeds 10 11 ... 19``) do not plan
@@ -116,7 +116,7 @@ def planned_runs(manifest: dict) -> list[tuple[str, str, int]]:
     return _grid_runs(manifest.get("grids") or [])
 
 
-def _grid_runs(grids: list[dict[str, list]]) -> list[tuple[str, str, int]]:
+def _grid_runs(grids: list[dict[str, list[Any]]]) -> list[tuple[str, str, int]]:
     runs = (
         (env, variant, int(seed))
         for grid in grids
@@ -127,7 +127,7 @@ def _grid_runs(grids: list[dict[str, list]]) -> list[tuple[str, str, int]]:
     return list(dict.fromkeys(runs))
 
 
-def check_seed_engines(out: str | os.PathLike, tasks: Iterable[tuple[str, int]], engine: str) -> None:
+def check_seed_engines(out: str | os.PathLike[str], tasks: Iterable[tuple[str, int]], engine: str) -> None:
     """
     Refuse to train a seed of an env with another engine than its finished runs: the analysis compares a seed's
     runs with each other (paired differences, the seed as a block), so each comparison stays within one engine. Other
@@ -149,7 +149,7 @@ def check_seed_engines(out: str | os.PathLike, tasks: Iterable[tuple[str, int]],
                 )
 
 
-def read_manifest(out: str | os.PathLike) -> dict:
+def read_manifest(out: str | os.PathLike[str]) -> dict[str, Any]:
     """Read ``<out>/study.json``, with a one-line error when the folder is not a study."""
     path = Path(out) / MANIFEST_NAME
     if not path.is_file():

@@ -32,7 +32,7 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", text)
 
 
-def env_folder(out: str | os.PathLike, env_id: str) -> Path:
+def env_folder(out: str | os.PathLike[str], env_id: str) -> Path:
     """The runs of one env: ``<out>/runs/<env>``."""
     return Path(out) / "runs" / safe_name(env_id)
 
@@ -43,29 +43,29 @@ RECORD_SUFFIX = ".json.gz"
 RECORD_PATTERN = f"runs/<env>/<variant>/seed_<k>{RECORD_SUFFIX}"
 
 
-def run_path(out: str | os.PathLike, env_id: str, variant: str, seed: int) -> Path:
+def run_path(out: str | os.PathLike[str], env_id: str, variant: str, seed: int) -> Path:
     """The record of one run: ``<out>/runs/<env>/<variant>/seed_<seed>.json.gz``."""
     return env_folder(out, env_id) / safe_name(variant) / f"seed_{seed}{RECORD_SUFFIX}"
 
 
-def run_stem(record_path: str | os.PathLike) -> Path:
+def run_stem(record_path: str | os.PathLike[str]) -> Path:
     """The record's path without its suffix (``.../seed_<k>``), which its model and checkpoints are named after."""
     path = Path(record_path)
     return path.with_name(path.name.removesuffix(RECORD_SUFFIX))
 
 
-def model_path(record_path: str | os.PathLike) -> Path:
+def model_path(record_path: str | os.PathLike[str]) -> Path:
     """The final model next to a run record (``seed_<k>.zip``)."""
     return run_stem(record_path).with_suffix(".zip")
 
 
-def vecnormalize_path(record_path: str | os.PathLike) -> Path:
+def vecnormalize_path(record_path: str | os.PathLike[str]) -> Path:
     """The final VecNormalize statistics next to a run record (``seed_<k>_vecnormalize.pkl``)."""
     stem = run_stem(record_path)
     return stem.with_name(f"{stem.name}_vecnormalize.pkl")
 
 
-def read_run(path: str | os.PathLike) -> dict | None:
+def read_run(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """
     A run file's record, or ``None`` when it is missing, unreadable or of another record format than
     :data:`~sb3_ablation.study.plan.records.RUN_FILE_FORMAT` (then the run is redone).
@@ -74,7 +74,7 @@ def read_run(path: str | os.PathLike) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
-def _load(path: str | os.PathLike) -> dict | str:
+def _load(path: str | os.PathLike[str]) -> dict[str, Any] | str:
     """The record, or why it cannot be read."""
     try:
         with gzip.open(path, "rt") as file:
@@ -88,19 +88,19 @@ def _load(path: str | os.PathLike) -> dict | str:
     return record
 
 
-def write_run(path: str | os.PathLike, record: dict[str, Any]) -> None:
+def write_run(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
     """Write a run record atomically, gzip-compressed (non-finite floats become null: JSON has no NaN)."""
     data = json.dumps(finite_or_none(record), separators=(",", ":"), default=repr).encode()
     with atomic_path(path) as tmp:
         tmp.write_bytes(gzip.compress(data, mtime=0))  # mtime 0: the same record gives the same bytes
 
 
-def record_paths(out: str | os.PathLike) -> list[Path]:
+def record_paths(out: str | os.PathLike[str]) -> list[Path]:
     """The path of every run record under ``<out>/runs``, sorted (readable or not)."""
     return sorted((Path(out) / "runs").glob(f"*/*/seed_*{RECORD_SUFFIX}"))
 
 
-def iter_runs(out: str | os.PathLike) -> Iterable[dict]:
+def iter_runs(out: str | os.PathLike[str]) -> Iterable[dict[str, Any]]:
     """Every readable run record under ``<out>/runs``."""
     for path in record_paths(out):
         record = read_run(path)
@@ -108,7 +108,7 @@ def iter_runs(out: str | os.PathLike) -> Iterable[dict]:
             yield record
 
 
-def unreadable_runs(out: str | os.PathLike, envs: Iterable[str], variants: Iterable[str]) -> list[dict]:
+def unreadable_runs(out: str | os.PathLike[str], envs: Iterable[str], variants: Iterable[str]) -> list[dict[str, Any]]:
     """
     The run files under ``<out>/runs`` that exist but cannot be read (corrupt or truncated, or of another record
     format): rerunning the study redoes those runs.

@@ -1,0 +1,108 @@
+"""The report's figures: a colour-blind-safe style per variant that keeps up to 64 variants apart, TD3 always alike, no
+performance profile hidden behind another, and captions that say n and claim no interval without enough runs."""
+
+import itertools
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.colors import to_hex
+
+from sb3_ablation.study.analyse.statistics import MIN_RUNS
+from sb3_ablation.study.plan.variants import expand_preset
+from sb3_ablation.study.render.figures import (
+    OKABE_ITO,
+    TD3_STYLE,
+    curve_band,
+    draw_performance_profiles,
+    iqm_caption,
+    palette,
+    profile_band,
+)
+
+FACTORIAL = expand_preset("factorial")
+
+
+def triple(style):
+    return style.color, style.linestyle, style.marker
+
+
+def test_64_variants_have_64_distinct_styles_from_the_colour_blind_safe_palette():
+    assert len(FACTORIAL) == 64 and "td3" in FACTORIAL
+    styles = palette(FACTORIAL)
+    assert list(styles) == FACTORIAL
+    assert len({triple(style) for style in styles.values()}) == 64
+    others = [style for variant, style in styles.items() if variant != "td3"]
+    assert {style.color for style in others} == set(OKABE_ITO)
+    assert all(style.marker and style.color != TD3_STYLE.color for style in others)
+    # up to 196 variants besides TD3 the triples stay distinct
+    many = palette([f"v{i}" for i in range(196)])
+    assert len({triple(style) for style in many.values()}) == 196
+
+
+def test_a_leave_one_out_study_has_seven_colours_and_seven_markers():
+    styles = palette(expand_preset("leave-one-out"))
+    assert len(styles) == 7
+    assert len({style.color for style in styles.values()}) == 7
+    assert len({style.marker for style in styles.values()}) == 7
+    assert {style.linestyle for style in styles.values()} == {"-"}
+
+
+@pytest.mark.parametrize("variants", [["td3"], ["no_replay_buffer", "td3"], FACTORIAL, ["ddpg", *FACTORIAL[::-1]]])
+def test_td3_is_always_black_solid_and_unmarked(variants):
+    assert palette(variants)["td3"] == TD3_STYLE
+    assert triple(TD3_STYLE) == ("#000000", "-", "")
+
+
+@pytest.mark.parametrize("n", [7, 12, 64])
+def test_no_performance_profile_hides_another(n):
+    """Identical profiles (every variant's runs alike): each is drawn, in its own style, narrower than the one before,
+    its markers at points of its own."""
+    variants = FACTORIAL[:n]
+    styles = palette(variants)
+    taus = np.linspace(-1500.0, -100.0, 101)
+    profile = (np.linspace(-1400.0, -150.0, 10)[:, None] > taus[None, :]).mean(axis=0)
+    fig, ax = plt.subplots()
+    try:
+        lines = draw_performance_profiles(ax, {v: profile for v in variants}, None, taus, styles)
+        assert [line.get_label() for line in lines] == variants
+        drawn = [(to_hex(line.get_color()), line.get_linestyle(), line.get_marker()) for line in lines]
+        assert drawn == [(style.color.lower(), style.linestyle, style.marker) for style in styles.values()]
+        assert len(set(drawn)) == n
+        widths = [line.get_linewidth() for line in lines]
+        assert all(later < earlier for earlier, later in itertools.pairwise(widths))
+        assert all(line.get_visible() and np.array_equal(line.get_ydata(), profile) for line in lines)
+        step = lines[0].get_markevery()[1]
+        assert step > 1 and {line.get_markevery()[1] for line in lines} == {step}
+        assert len({line.get_markevery()[0] for line in lines}) == min(n, step)  # markers at points of their own
+    finally:
+        plt.close(fig)
+
+
+def test_the_iqm_caption_at_two_seeds_claims_no_brackets_and_says_n():
+    caption = iqm_caption(10_000, [2] * 7)
+    assert "No IQM brackets" in caption and "n = 2 seeds" in caption and f"{MIN_RUNS} or more" in caption
+    assert "stratified-bootstrap CI" not in caption
+
+
+def test_the_iqm_caption_at_ten_seeds_names_the_bootstrap_and_n():
+    assert iqm_caption(10_000, [10] * 7) == (
+        "IQM brackets: IQM, 95% stratified-bootstrap CI, 10,000 resamples, n = 10 seeds (effect sizes, not corrected)."
+    )
+
+
+def test_the_iqm_caption_with_some_variants_short_of_runs_says_which_have_brackets():
+    caption = iqm_caption(10_000, [10, 10, 3])
+    assert caption.startswith(f"IQM brackets only where a variant has {MIN_RUNS}+ seeds") and "n = 3-10 seeds" in caption
+
+
+def test_the_band_captions_say_n_and_claim_no_band_with_too_few_runs():
+    assert curve_band(2_000, [2, 2]) == "each run (thin) and their IQM, n = 2 runs per variant: no band, too few runs"
+    assert profile_band(2_000, [2, 2]) == f"no bands: n = 2 runs per variant, fewer than {MIN_RUNS}"
+    assert profile_band(2_000, [10, 10]) == "95% stratified-bootstrap bands, 2,000 resamples"
+    assert curve_band(2_000, [10, 10]).startswith("IQM over runs, 95% stratified-bootstrap band (2,000 resamples)")
+    assert curve_band(2_000, [10, 3]).endswith("; n = 3-10 runs per variant")
