@@ -36,6 +36,7 @@ from sb3_ablation.benchmark.tables import (
     speed_mode_lines,
     target_lines,
 )
+from sb3_ablation.cli import OneLineArgumentParser
 from sb3_ablation.common.io import write_json_atomic
 
 DEFAULT_LEARN_MODELS = ("sb3_td3", "td3", "td3_speed")
@@ -90,9 +91,9 @@ def parse_model_list(value: str, option: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser() -> OneLineArgumentParser:
     """:return: the command-line parser of ``sb3-ablation bench``"""
-    parser = argparse.ArgumentParser(
+    parser = OneLineArgumentParser(
         prog="sb3-ablation bench",
         description="Training throughput of AblatableTD3 and our DDPG against SB3's TD3 and DDPG, on Pendulum-v1.",
     )

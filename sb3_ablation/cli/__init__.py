@@ -22,8 +22,8 @@ COMMANDS = {
     "demo": ("sb3_ablation.cli.study", "demo_main", "a small leave-one-out study on Pendulum-v1 plus its report"),
     "bench": ("sb3_ablation.benchmark.cli", "main", "training throughput against SB3's TD3/DDPG"),
 }
-# commands whose parsers are OneLineArgumentParser: they need no `one_line_usage_errors`
-ONE_LINE_PARSERS = ("train", "enjoy", "record-video", "export")
+# commands whose usage errors carry argparse's "error: " prefix (the zoo's parsers); the study's say it without
+ZOO_COMMANDS = ("train", "enjoy", "record-video", "export")
 
 
 class OneLineArgumentParser(argparse.ArgumentParser):
@@ -31,22 +31,6 @@ class OneLineArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
-@contextlib.contextmanager
-def one_line_usage_errors() -> Iterator[None]:
-    """
-    Inside, every ``argparse.ArgumentParser`` reports a usage error as :class:`OneLineArgumentParser` does.
-
-    For the commands whose parsers are plain ``ArgumentParser`` (study, report, demo, bench); building them as
-    :class:`OneLineArgumentParser` makes this unnecessary (train, enjoy, record-video and export do).
-    """
-    original = argparse.ArgumentParser.error
-    argparse.ArgumentParser.error = OneLineArgumentParser.error  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
-        argparse.ArgumentParser.error = original  # type: ignore[method-assign]
 
 
 def _usage() -> str:
@@ -121,15 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     module_name, function_name, _ = COMMANDS[command]
     # torch's profiler (Kineto) writes a "USDT: ... profiler_start/stop" line to stderr around every profiled step
     quiet = without_stderr_lines(b"USDT:") if command == "bench" else contextlib.nullcontext()
-    one_line = contextlib.nullcontext() if command in ONE_LINE_PARSERS else one_line_usage_errors()
     try:
-        with one_line, quiet:
+        with quiet:
             result = getattr(importlib.import_module(module_name), function_name)(rest)
     except OSError as error:
         if error.errno not in UNUSABLE_PATH_ERRORS or error.filename is None:
             raise
         # e.g. a report into a study folder that cannot be written: one line, whatever step met it
-        error_prefix = "error: " if command in ONE_LINE_PARSERS else ""
+        error_prefix = "error: " if command in ZOO_COMMANDS else ""
         print(f"sb3-ablation {command}: {error_prefix}{describe_path_error(error)}", file=sys.stderr)
         return 2
     return int(result or 0)

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sb3_ablation.cli import OneLineArgumentParser
 from sb3_ablation.study.plan.analysis_plan import OUTCOMES, AnalysisPlan, PlanError, check_plan_envs, parse_margins
 from sb3_ablation.study.plan.config import BACKENDS, SeedList, StudyConfig, StudyError, load_config_file
 from sb3_ablation.study.plan.variants import baseline_name
-from sb3_ablation.zoo.train import one_line_usage_errors
 
 if TYPE_CHECKING:
     from sb3_ablation.study.run.runner import StudyResult
@@ -49,7 +49,7 @@ def _study_parser() -> argparse.ArgumentParser:
     # rl_zoo3's train parser describes one (algo, env, seed) run and its log folder; a study takes lists of envs,
     # variants and seeds plus execution settings, so it has its own parser, with rl_zoo3's short flags where they mean
     # the same (-n, -params, -f, -tb, --verbose) and the same key:value syntax and evaluation for --hyperparams
-    parser = argparse.ArgumentParser(
+    parser = OneLineArgumentParser(
         prog="sb3-ablation study",
         description="Run an ablation study: every (env, variant, seed) is one run, trained and evaluated in parallel. "
         "Rerunning the same command resumes it (finished runs are skipped).",
@@ -278,8 +278,7 @@ def _report(out: str, reps: int | None = None, seed: int | None = None, **plan_c
 
 def study_main(argv: list[str] | None = None) -> int:
     """``sb3-ablation study``: run or resume a study. Exit code 1 when runs failed, 2 on bad input."""
-    with one_line_usage_errors():
-        args = _study_parser().parse_args(argv)
+    args = _study_parser().parse_args(argv)
     try:
         config = config_from_args(args)
         return _run(config, args.report)
@@ -293,7 +292,7 @@ def report_main(argv: list[str] | None = None) -> int:
     ``sb3-ablation report <out>``: write ``<out>/report.md``, its figures and ``<out>/evaluations.csv``; with
     ``--export zoo DIR`` also rl-zoo's layout (:mod:`~sb3_ablation.study.render.exports`).
     """
-    parser = argparse.ArgumentParser(prog="sb3-ablation report", description="Write the statistical report of a study.")
+    parser = OneLineArgumentParser(prog="sb3-ablation report", description="Write the statistical report of a study.")
     parser.add_argument("out", help="the study's output folder")
     parser.add_argument("--reps", type=int, help="bootstrap resamples (default: 10000)")
     parser.add_argument("--seed", type=int, help="bootstrap seed (default: 0)")
@@ -309,8 +308,7 @@ def report_main(argv: list[str] | None = None) -> int:
         help="also write the evaluations in another tool's layout; zoo: rl-zoo's DIR/<variant>/<env>_<seed>/evaluations.npz, "
         "for python -m rl_zoo3.plots.all_plots -f DIR",
     )  # fmt: skip
-    with one_line_usage_errors():
-        args = parser.parse_args(argv)
+    args = parser.parse_args(argv)
     if args.reps is not None and args.reps < 100:
         print(f"sb3-ablation report: --reps must be at least 100, got {args.reps}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -351,7 +349,7 @@ def report_main(argv: list[str] | None = None) -> int:
 
 def demo_main(argv: list[str] | None = None) -> int:
     """``sb3-ablation demo``: a small leave-one-out study on Pendulum-v1 plus its report (under 10 minutes on 2 cores)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineArgumentParser(
         prog="sb3-ablation demo",
         description="TD3 and its six leave-one-out variants on Pendulum-v1 (10k steps, [64, 64] networks, 2 seeds), "
         "then the report. Rerunning resumes.",
@@ -359,8 +357,7 @@ def demo_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/demo", help="output folder (default: runs/demo)")
     parser.add_argument("--workers", type=int, help="runs in parallel (default: one per core)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    with one_line_usage_errors():
-        args = parser.parse_args(argv)
+    args = parser.parse_args(argv)
     try:
         config = StudyConfig(**DEMO, out=args.out, workers=args.workers, progress=not args.no_progress)
         print(f"demo: {len(config.variants)} variants x {len(config.seeds)} seeds on Pendulum-v1, report in {args.out}")

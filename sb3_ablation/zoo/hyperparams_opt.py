@@ -4,14 +4,19 @@ They extend rl_zoo3's own TD3 sampler (learning rate, batch size, gamma, tau, tr
 noise type and std, network size) with the buffer size and, for TD3, the policy delay and target smoothing noise.
 The component switches are held at the values of the config (so each ablation variant is tuned on its own) unless
 they are named in ``tune_switches``; then each is a categorical parameter.
+
+A declared search space (:func:`sample_declared_params`, e.g. a study's ``tuning.search_space``) samples only the
+hyperparameters it names, in its ranges; every other one keeps the config's value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import optuna
+from stable_baselines3.common.noise import NormalActionNoise
 
 from sb3_ablation.zoo.adapter import convert_offpolicy_params, sample_td3_params
 
@@ -78,4 +83,57 @@ def convert_ablation_params(sampled_params: dict[str, Any]) -> dict[str, Any]:
     hyperparams = convert_offpolicy_params(dict(sampled_params))
     if hyperparams.get("noise_type", "") is None:
         hyperparams.pop("noise_std", None)
+    return hyperparams
+
+
+#: Search-space entries sampled as integers when both bounds are integers (a hyperparameter the zoo keeps as an int).
+INTEGER_PARAMS = ("batch_size", "buffer_size", "learning_starts", "train_freq", "gradient_steps", "policy_delay")
+
+
+def sample_declared_params(
+    trial: optuna.Trial,
+    n_actions: int,
+    n_envs: int,
+    additional_args: dict[str, Any],
+    space: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """
+    Sampler over a declared search space: each named hyperparameter from its range, nothing else (the config's
+    values stay). ``noise_std`` is the std of rl-zoo's normal action noise (as ``noise_type: normal`` builds it).
+
+    :param trial: the Optuna trial
+    :param n_actions: size of the action space (for the action noise)
+    :param n_envs: number of environments (not used)
+    :param additional_args: rl_zoo3's extra sampler arguments (not used)
+    :param space: hyperparameter -> ``{"low", "high"[, "log" | "step"]}`` or ``{"choices": [...]}``
+    :return: constructor arguments
+    """
+    hyperparams: dict[str, Any] = {}
+    for name, spec in (space or {}).items():
+        if "choices" in spec:
+            value = trial.suggest_categorical(name, list(spec["choices"]))
+        elif name in INTEGER_PARAMS and isinstance(spec["low"], int) and isinstance(spec["high"], int):
+            value = trial.suggest_int(name, spec["low"], spec["high"], step=spec.get("step", 1), log=spec.get("log", False))
+        else:
+            value = trial.suggest_float(
+                name, float(spec["low"]), float(spec["high"]), step=spec.get("step"), log=spec.get("log", False)
+            )
+        hyperparams[name] = value
+    if "noise_std" in hyperparams:
+        noise_std = hyperparams.pop("noise_std")
+        hyperparams["action_noise"] = NormalActionNoise(mean=np.zeros(n_actions), sigma=noise_std * np.ones(n_actions))
+    return hyperparams
+
+
+def convert_declared_params(sampled_params: dict[str, Any]) -> dict[str, Any]:
+    """
+    A trial's parameters of :func:`sample_declared_params` as zoo hyperparameters: the same keys, ``noise_std`` with
+    ``noise_type: normal``.
+
+    :param sampled_params: ``trial.params``
+    :return: zoo hyperparameters
+    """
+    hyperparams = dict(sampled_params)
+    if "noise_std" in hyperparams:
+        hyperparams["noise_type"] = "normal"
     return hyperparams

@@ -7,7 +7,7 @@ takes (:func:`sb3_ablation.zoo.adapter.register_algorithm`); SB3's ``td3`` and `
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sb3_ablation import SWITCHES
@@ -15,17 +15,22 @@ from sb3_ablation.zoo.adapter import register_algorithm
 from sb3_ablation.zoo.hyperparams import ALGOS, OWN_ALGOS, ZooConfigError, closest
 from sb3_ablation.zoo.hyperparams_opt import (
     convert_ablation_params,
+    convert_declared_params,
     sample_ablatable_td3_params,
     sample_ddpg_scratch_params,
+    sample_declared_params,
 )
 
 
-def register(tune_switches: Sequence[str] = ()) -> None:
+def register(tune_switches: Sequence[str] = (), search_space: Mapping[str, Mapping[str, Any]] | None = None) -> None:
     """
     Add our algorithms to rl_zoo3's algorithm, sampler and converter tables (idempotent).
 
     :param tune_switches: component switches that the ``ablatable_td3`` sampler tunes (the others are held at
         the config's values)
+    :param search_space: a declared search space (:func:`~sb3_ablation.zoo.hyperparams_opt.sample_declared_params`):
+        the ``ablatable_td3`` sampler then samples only it, and its converter reads its trials; ``None``: the full
+        sampler (the next call without one puts it back)
     :raise RuntimeError: if rl_zoo3 already has one of our names for another algorithm (we never shadow a key)
     :raise ZooConfigError: for an unknown switch name
     """
@@ -38,5 +43,9 @@ def register(tune_switches: Sequence[str] = ()) -> None:
             raise ZooConfigError(
                 f"--tune-switches: unknown switch {switch!r}{closest(switch, SWITCHES)} (switches: {', '.join(SWITCHES)})"
             )
+    converters: dict[str, Callable[..., dict[str, Any]]] = dict.fromkeys(OWN_ALGOS, convert_ablation_params)
+    if search_space is not None:
+        samplers["ablatable_td3"] = functools.partial(sample_declared_params, space=dict(search_space))
+        converters["ablatable_td3"] = convert_declared_params
     for name in OWN_ALGOS:
-        register_algorithm(name, ALGOS[name], samplers[name], convert_ablation_params)
+        register_algorithm(name, ALGOS[name], samplers[name], converters[name])

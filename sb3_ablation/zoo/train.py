@@ -35,8 +35,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sb3_ablation.cli import one_line_usage_errors
-
 PROG = "sb3-ablation train"
 DESCRIPTION = "Train (or tune with -optimize) an agent with rl_zoo3; ablatable_td3 and ddpg_scratch added."
 NUM_THREADS_HELP = (
@@ -44,7 +42,7 @@ NUM_THREADS_HELP = (
     "workers; -1: PyTorch's own choice, rl_zoo3's default)"
 )
 
-__all__ = ["check_budget", "main", "one_line_usage_errors", "parse_key_values", "run_command"]
+__all__ = ["check_budget", "main", "parse_key_values", "run_command"]
 
 
 def _add_own_options(parser: argparse.ArgumentParser) -> None:
@@ -336,9 +334,11 @@ def run_command(prog: str, body: Callable[[], int]) -> int:
         return error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, search_space: dict[str, dict[str, Any]] | None = None) -> int:
     """
     :param argv: rl_zoo3 ``train`` arguments plus ours (see the module docstring); ``sys.argv[1:]`` by default
+    :param search_space: with ``-optimize`` and ``ablatable_td3``: sample only these hyperparameters, in these ranges
+        (:func:`~sb3_ablation.zoo.hyperparams_opt.sample_declared_params`; a study's ``tuning.search_space``)
     :return: exit status (0: done, 2: bad input)
     """
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
 
         register()  # before the parser: rl_zoo3's lists our algorithms
         args = train_parser().parse_args(argv)
-        register(SWITCHES if args.tune_switches == [] else tuple(args.tune_switches or ()))
+        register(SWITCHES if args.tune_switches == [] else tuple(args.tune_switches or ()), search_space)
         _check(args)
         if args.optimize_hyperparameters:
             _optimization_defaults(args)

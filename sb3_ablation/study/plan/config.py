@@ -67,6 +67,11 @@ class StudyConfig:
         default (a record holds every number the report uses)
     :param verbose: console output: 0 the summary only, 1 also the progress bar and a line per failed or resumed run,
         2 also a line per finished run
+    :param tuning: the ``tuning:`` section (:class:`~sb3_ablation.study.plan.tuning.TuningPlan`; empty: no tuning):
+        every variant tuned for itself on the tuning seeds, then the confirmatory seeds run with each variant's own
+        best hyperparameters too (in ``<out>/tuned``)
+    :param variant_hyperparams: ``{variant: {env_id: {key: value}}}``, overrides of one variant's hyperparameters on
+        one env, applied after ``env_hyperparams`` (a tuned study's runs take each variant's own this way)
     """
 
     envs: list[str]
@@ -90,6 +95,8 @@ class StudyConfig:
     tensorboard_log: str | None = None
     verbose: int = 1
     keep_models: bool = False
+    tuning: dict[str, Any] = field(default_factory=dict)
+    variant_hyperparams: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if isinstance(self.envs, str):
@@ -136,6 +143,39 @@ class StudyConfig:
             self.analysis = plan.to_dict()
         except (PlanError, TypeError) as error:
             raise StudyError(str(error)) from None
+        self._check_tuning(plan.looks)
+
+    def _check_tuning(self, looks: tuple[int, ...]) -> None:
+        """Validate ``tuning`` (normalised as its plan's dict) and ``variant_hyperparams``."""
+        from sb3_ablation.study.plan.tuning import TuningError, TuningPlan
+
+        if self.tuning:
+            try:
+                tuning = TuningPlan.from_dict(self.tuning)
+                tuning.check_seeds(self.seeds)
+            except TuningError as error:
+                raise StudyError(str(error)) from None
+            self.tuning = tuning.to_dict()
+            objects = self.variant_objects
+            reference = [variant.name for variant in objects if variant.is_reference]
+            if reference:
+                raise StudyError(f"tuning tunes AblatableTD3 variants only; remove {', '.join(reference)} from variants")
+            if "td3" not in self.variants:
+                raise StudyError("tuning compares each variant with td3 tuned for itself: add td3 to variants")
+            if looks:
+                raise StudyError("tuning and analysis.looks do not go together: run the sequential study without tuning")
+        if not isinstance(self.variant_hyperparams, dict) or not all(
+            isinstance(by_env, dict) and all(isinstance(hp, dict) for hp in by_env.values())
+            for by_env in self.variant_hyperparams.values()
+        ):
+            raise StudyError("variant_hyperparams must map variants to env ids to mappings of zoo keys to values")
+        unknown = sorted(set(self.variant_hyperparams) - set(self.variants))
+        if unknown:
+            raise StudyError(f"variant_hyperparams names variants that are not in the study: {', '.join(unknown)}")
+        for variant, by_env in self.variant_hyperparams.items():
+            unknown = sorted(set(by_env) - set(self.envs))
+            if unknown:
+                raise StudyError(f"variant_hyperparams.{variant} names envs that are not in the study: {', '.join(unknown)}")
 
     @property
     def variant_objects(self) -> list[Variant]:
@@ -148,9 +188,16 @@ class StudyConfig:
             overrides["n_timesteps"] = self.n_timesteps
         return overrides
 
+    def variant_overrides(self, variant: str, env_id: str) -> dict[str, Any]:
+        """One variant's own hyperparameter overrides on one env (``variant_hyperparams``), applied after the env's."""
+        return dict(self.variant_hyperparams.get(variant, {}).get(env_id, {}))
+
     def run_settings(self) -> dict[str, Any]:
         """The settings a study folder is tied to, JSON-normalised so they compare equal after a round trip."""
-        settings: dict[str, Any] = to_jsonable({name: getattr(self, name) for name in RUN_SETTINGS})
+        names = list(RUN_SETTINGS)
+        # only where set, so that a folder made before these settings existed is resumed as it was made
+        names += [name for name in ("tuning", "variant_hyperparams") if getattr(self, name)]
+        settings: dict[str, Any] = to_jsonable({name: getattr(self, name) for name in names})
         return settings
 
 
@@ -325,6 +372,11 @@ def resolve_hyperparams(config: StudyConfig, variants: list[Variant]) -> Resolve
 
     for env_id in config.envs:
         switch_keys = sorted(set(config.overrides_for(env_id)) & set(SWITCHES))
+        switch_keys += sorted(
+            f"{key} (variant_hyperparams.{variant})"
+            for variant in config.variant_hyperparams
+            for key in set(config.variant_overrides(variant, env_id)) & set(SWITCHES)
+        )
         if switch_keys:
             raise StudyError(f"switches are chosen by the variants, not by hyperparameters: remove {', '.join(switch_keys)}")
     resolved: ResolvedHyperparams = {}
@@ -337,7 +389,26 @@ def resolve_hyperparams(config: StudyConfig, variants: list[Variant]) -> Resolve
             except (KeyError, ValueError, TypeError) as error:
                 raise StudyError(f"hyperparameters of {algo} on {env_id}: {error}") from None
             check_budget(config, env_id, algo, resolved[env_id][algo])
+        for variant in variants:
+            # a variant's own overrides are checked as the env's are (keys, types, budget); make_tasks applies them
+            own = config.variant_overrides(variant.name, env_id)
+            if own:
+                try:
+                    checked = load_hyperparams(
+                        variant.algo, env_id.rpartition(":")[2], overrides={**config.overrides_for(env_id), **own}
+                    )
+                except (KeyError, ValueError, TypeError) as error:
+                    raise StudyError(f"variant_hyperparams of {variant.name} on {env_id}: {error}") from None
+                check_budget(config, env_id, variant.algo, checked)
     return resolved
+
+
+def hyperparams_of(config: StudyConfig, resolved: ResolvedHyperparams, variant: Variant, env_id: str) -> dict[str, Any]:
+    """
+    The zoo hyperparameters of one variant's runs on one env: its algorithm's resolved ones, then its own overrides
+    (``variant_hyperparams``), then its switches (ordinary zoo hyperparameters of ablatable_td3).
+    """
+    return {**resolved[env_id][variant.algo], **config.variant_overrides(variant.name, env_id), **variant.switches}
 
 
 #: SB3's OffPolicyAlgorithm default, where a zoo entry sets no learning_starts
@@ -369,8 +440,7 @@ def make_tasks(config: StudyConfig, variants: list[Variant], resolved: ResolvedH
             seed=seed,
             algo=variant.algo,
             switches=dict(variant.switches),
-            # the switches are ordinary zoo hyperparameters of ablatable_td3
-            hyperparams={**resolved[env_id][variant.algo], **variant.switches},
+            hyperparams=hyperparams_of(config, resolved, variant, env_id),
             eval_freq=config.eval_freq,
             eval_episodes=config.eval_episodes,
             eval_max_episode_steps=config.eval_max_episode_steps,

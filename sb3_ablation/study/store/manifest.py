@@ -1,4 +1,5 @@
-"""The manifest ``study.json``: the settings a study folder is tied to, its invocations' grids and its analysis plan."""
+"""The manifest ``study.json``: the settings a study folder is tied to, its invocations' grids, its analysis plan and
+the hyperparameters tuning chose (:func:`record_tuning`)."""
 
 from __future__ import annotations
 
@@ -105,6 +106,37 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: ResolvedHyperparams
         manifest["analysis_declared"] = {"at": timestamp(), "finished_runs": finished}
     write_json_atomic(path, manifest)
     return manifest
+
+
+def record_tuning(out: str | os.PathLike[str], chosen: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """
+    Write each (env, variant)'s tuning result into ``study.json`` (``"tuned"``; the search space, budget and tuning
+    seeds are its ``settings.tuning``), replacing earlier results of the same (env, variant).
+
+    :param out: the study folder (its manifest exists: :func:`open_manifest` came first)
+    :param chosen: ``{env: {variant: result}}``, each result with ``hyperparams`` (the chosen values as zoo
+        hyperparameters), the Optuna study's ``params``, ``value``, ``trial`` and trial counts
+    :return: the manifest as written
+    """
+    manifest = read_manifest(out)
+    tuned = manifest.setdefault("tuned", {})
+    for env, by_variant in chosen.items():
+        tuned.setdefault(env, {}).update(to_jsonable(by_variant))
+    write_json_atomic(Path(out) / MANIFEST_NAME, manifest)
+    return manifest
+
+
+def tuned_hyperparams(manifest: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """
+    :param manifest: a study's manifest
+    :return: ``{variant: {env: chosen zoo hyperparameters}}`` of every tuned (env, variant), as ``variant_hyperparams``
+        of :class:`~sb3_ablation.study.plan.config.StudyConfig` takes them
+    """
+    by_variant: dict[str, dict[str, dict[str, Any]]] = {}
+    for env, results in (manifest.get("tuned") or {}).items():
+        for variant, result in results.items():
+            by_variant.setdefault(variant, {})[env] = dict(result["hyperparams"])
+    return by_variant
 
 
 def planned_runs(manifest: dict[str, Any]) -> list[tuple[str, str, int]]:
