@@ -26,6 +26,7 @@ LEAVE_ONE_OUT = (
     ("multitask", "LunarLanderContinuous-v3", "LunarLander, 200k"),
 )
 FACTORIAL = ("pendulum-2x6", "Pendulum-v1")
+SEQUENTIAL = ("pendulum-sequential", "Pendulum-v1")
 SWITCHES = (
     "deterministic_policy",
     "replay_buffer",
@@ -88,6 +89,35 @@ def factorial_lines() -> list[str]:
     return lines
 
 
+def sequential_lines() -> list[str]:
+    """The confirmatory group-sequential replication, once its report is committed."""
+    folder, env = SEQUENTIAL
+    if not (STUDIES / folder / "report.json").exists():
+        return []
+    outcome = report(folder)["envs"][env]["outcomes"]["final_window"]
+    looks, variants = outcome["sequential"], outcome["variants"]
+    order = looks["seed_order"]
+    groups: dict[str, list[str]] = {}
+    for variant, decision in looks["decisions"].items():
+        if decision["verdict"] == "open":
+            where = "still open (runs missing)"
+        elif decision["look"] is not None:
+            n = looks["looks"][decision["look"]]
+            where = f"decided at look {decision['look'] + 1} ({n} seeds)"
+        else:
+            where = f"at the last look ({looks['looks'][-1]} seeds)"
+        groups.setdefault(where, []).append(f"{variant.removeprefix('no_')} {cell(variants.get(variant))}")
+    return [
+        "",
+        f"**A confirmatory replication on {env}** (seeds {order[0]}-{order[-1]}, which the study above never used; plan, "
+        f"margin and looks at {' and '.join(map(str, looks['looks']))} seeds declared before the first run, "
+        f"{looks['boundary']} alpha spending, one family-wise alpha = 0.05 over all looks; the next block of seeds "
+        "only for comparisons still open; component removed, verdict and estimate):",
+        "",
+        *(f"- {where}: " + "; ".join(items) + "." for where, items in groups.items()),
+    ]
+
+
 def answer() -> str:
     lines = [
         "Primary outcome: the mean return over the final 10% of training. Cells: the verdict and the paired estimate "
@@ -100,6 +130,7 @@ def answer() -> str:
         *leave_one_out_table(),
         "",
         *factorial_lines(),
+        *sequential_lines(),
     ]
     return "\n".join(lines) + "\n"
 

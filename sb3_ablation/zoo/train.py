@@ -130,23 +130,12 @@ def check_device(device: str) -> None:
     :raise ZooConfigError: ``--device`` asks for a CUDA device that this machine does not have (SB3 would run on the
         CPU without a word), or is not a device at all
     """
-    import torch as th
-
+    from sb3_ablation.common.devices import device_problem
     from sb3_ablation.zoo.hyperparams import ZooConfigError
 
-    if device == "auto":
-        return
-    try:
-        requested = th.device(device)
-    except (RuntimeError, ValueError) as error:
-        raise ZooConfigError(f"--device {device}: not a PyTorch device ({error})") from None
-    if requested.type == "cuda" and not th.cuda.is_available():
-        raise ZooConfigError(
-            f"--device {device}: CUDA is not available here (PyTorch {th.__version__}); "
-            "use --device cpu, or auto for the GPU when there is one"
-        )
-    if requested.type == "cuda" and requested.index is not None and requested.index >= th.cuda.device_count():
-        raise ZooConfigError(f"--device {device}: this machine has {th.cuda.device_count()} CUDA device(s)")
+    problem = device_problem(device)
+    if problem is not None:
+        raise ZooConfigError(problem)
 
 
 def check_installed(module: str, what: str, install: str) -> None:

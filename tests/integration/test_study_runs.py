@@ -196,23 +196,6 @@ def test_record_has_diagnostics_per_evaluation_window_and_the_run_warnings(tmp_p
     assert committed["format"] == 3 and list(saved) == list(committed)
 
 
-def test_a_second_study_on_the_same_folder_is_refused_and_a_killed_one_leaves_no_lock(tmp_path):
-    from sb3_ablation.study.store.lock import StudyLockedError, study_lock
-
-    holder = subprocess.Popen(
-        [sys.executable, "-c", f"from sb3_ablation.study.store.lock import study_lock\nwith study_lock({str(tmp_path)!r}):\n"
-         "    print('locked', flush=True)\n    import time; time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert holder.stdout.readline().strip() == "locked"
-    with pytest.raises(StudyLockedError, match=f"pid {holder.pid} .*is writing into"), study_lock(tmp_path):
-        pass
-    holder.kill()  # SIGKILL: no clean-up runs
-    holder.wait()
-    with study_lock(tmp_path):  # the kernel released it with the process
-        pass
-
-
 def test_a_study_folder_of_another_record_format_is_not_extended(tmp_path):
     from sb3_ablation.study.plan.config import StudyError
     from sb3_ablation.study.store.manifest import MANIFEST_NAME, open_manifest

@@ -214,21 +214,11 @@ def check_device(device: str) -> None:
     :raise StudyError: not a PyTorch device, or a CUDA device this machine does not have (SB3 would run on the CPU
         without a word, and the study would record the device it did not use)
     """
-    import torch as th
+    from sb3_ablation.common.devices import device_problem
 
-    if device == "auto":
-        return
-    try:
-        requested = th.device(device)
-    except (RuntimeError, ValueError) as error:
-        raise StudyError(f"--device {device}: not a PyTorch device ({error})") from None
-    if requested.type == "cuda" and not th.cuda.is_available():
-        raise StudyError(
-            f"--device {device}: CUDA is not available here (PyTorch {th.__version__}); "
-            "use --device cpu, or auto for the GPU when there is one"
-        )
-    if requested.type == "cuda" and requested.index is not None and requested.index >= th.cuda.device_count():
-        raise StudyError(f"--device {device}: this machine has {th.cuda.device_count()} CUDA device(s)")
+    problem = device_problem(device)
+    if problem is not None:
+        raise StudyError(problem)
 
 
 class SeedList(list[int]):

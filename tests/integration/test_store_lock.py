@@ -12,14 +12,16 @@ import pytest
 from sb3_ablation.study.store.lock import LOCK_NAME, StudyLockedError, study_lock
 
 
-def test_a_study_killed_while_holding_the_folder_leaves_a_file_but_no_lock(tmp_path):
+def test_a_second_study_is_refused_and_a_killed_one_leaves_a_file_but_no_lock(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c", f"from sb3_ablation.study.store.lock import study_lock\nwith study_lock({str(tmp_path)!r}):\n"
          "    print('locked', flush=True)\n    import time; time.sleep(60)"],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert holder.stdout.readline().strip() == "locked"
-    holder.send_signal(signal.SIGKILL)
+    with pytest.raises(StudyLockedError, match=f"pid {holder.pid} .*is writing into"), study_lock(tmp_path):
+        pass
+    holder.send_signal(signal.SIGKILL)  # no clean-up runs
     holder.wait()
     assert (tmp_path / LOCK_NAME).read_text() == f"pid {holder.pid} on {platform.node()}"  # left behind
     with study_lock(tmp_path):  # taken over at once
