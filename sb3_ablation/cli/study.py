@@ -187,10 +187,14 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
 
 def _run(config: StudyConfig, write_report_after: bool) -> int:
     from sb3_ablation.study.run.runner import run_study
+    from sb3_ablation.study.run.tuning import run_tuned_study
 
     started = time.time()
     try:
-        result = _run_looks(config) if _declared_plan(config).looks else run_study(config)
+        if config.tuning:  # every variant tuned for itself, then the confirmatory runs with both sets of hyperparameters
+            result = run_tuned_study(config)
+        else:
+            result = _run_looks(config) if _declared_plan(config).looks else run_study(config)
     except KeyboardInterrupt:
         print(
             f"\ninterrupted: finished runs are kept in {config.out}; rerun the same command to do the rest",

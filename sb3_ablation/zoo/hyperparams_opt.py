@@ -80,6 +80,8 @@ def convert_ablation_params(sampled_params: dict[str, Any]) -> dict[str, Any]:
     :param sampled_params: ``trial.params`` of one of our samplers
     :return: zoo hyperparameters (``policy_kwargs`` as a dict)
     """
+    if "one_minus_gamma" not in sampled_params:  # a trial of a declared search space (the full samplers sample it)
+        return convert_declared_params(sampled_params)
     hyperparams = convert_offpolicy_params(dict(sampled_params))
     if hyperparams.get("noise_type", "") is None:
         hyperparams.pop("noise_std", None)

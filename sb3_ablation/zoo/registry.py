@@ -15,7 +15,6 @@ from sb3_ablation.zoo.adapter import register_algorithm
 from sb3_ablation.zoo.hyperparams import ALGOS, OWN_ALGOS, ZooConfigError, closest
 from sb3_ablation.zoo.hyperparams_opt import (
     convert_ablation_params,
-    convert_declared_params,
     sample_ablatable_td3_params,
     sample_ddpg_scratch_params,
     sample_declared_params,
@@ -29,8 +28,8 @@ def register(tune_switches: Sequence[str] = (), search_space: Mapping[str, Mappi
     :param tune_switches: component switches that the ``ablatable_td3`` sampler tunes (the others are held at
         the config's values)
     :param search_space: a declared search space (:func:`~sb3_ablation.zoo.hyperparams_opt.sample_declared_params`):
-        the ``ablatable_td3`` sampler then samples only it, and its converter reads its trials; ``None``: the full
-        sampler (the next call without one puts it back)
+        the ``ablatable_td3`` sampler then samples only it (the converter reads the trials of either); ``None``: the
+        full sampler (the next call without one puts it back)
     :raise RuntimeError: if rl_zoo3 already has one of our names for another algorithm (we never shadow a key)
     :raise ZooConfigError: for an unknown switch name
     """
@@ -43,9 +42,7 @@ def register(tune_switches: Sequence[str] = (), search_space: Mapping[str, Mappi
             raise ZooConfigError(
                 f"--tune-switches: unknown switch {switch!r}{closest(switch, SWITCHES)} (switches: {', '.join(SWITCHES)})"
             )
-    converters: dict[str, Callable[..., dict[str, Any]]] = dict.fromkeys(OWN_ALGOS, convert_ablation_params)
     if search_space is not None:
         samplers["ablatable_td3"] = functools.partial(sample_declared_params, space=dict(search_space))
-        converters["ablatable_td3"] = convert_declared_params
     for name in OWN_ALGOS:
-        register_algorithm(name, ALGOS[name], samplers[name], converters[name])
+        register_algorithm(name, ALGOS[name], samplers[name], convert_ablation_params)

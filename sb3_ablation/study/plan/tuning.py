@@ -78,6 +78,8 @@ KEYS = (
 )
 #: the keys of one hyperparameter's entry in ``search_space``
 RANGE_KEYS = ("low", "high", "log", "step", "choices")
+#: the confirmatory runs with each variant's own hyperparameters: a study folder nested in the study's, ``<out>/tuned``
+TUNED_FOLDER = "tuned"
 #: evaluations per trial when none are declared: each seed is evaluated every ``n_timesteps / 10`` steps (what the
 #: pruner sees); the trial's value is its last evaluation
 DEFAULT_EVALUATIONS = 10
@@ -293,4 +295,14 @@ class TuningPlan:
             )
 
 
-__all__ = ["AGGREGATES", "NOISE_TYPE", "PRUNERS", "SAMPLERS", "SEARCHABLE", "TuningError", "TuningPlan", "check_range"]
+__all__ = [
+    "AGGREGATES",
+    "NOISE_TYPE",
+    "PRUNERS",
+    "SAMPLERS",
+    "SEARCHABLE",
+    "TUNED_FOLDER",
+    "TuningError",
+    "TuningPlan",
+    "check_range",
+]

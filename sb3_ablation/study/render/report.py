@@ -67,6 +67,7 @@ from sb3_ablation.study.render.tables import (
     table_legend,
     too_few_runs_note,
 )
+from sb3_ablation.study.render.tuning import tuning_sections
 from sb3_ablation.study.store.manifest import planned_runs
 from sb3_ablation.study.store.runs import safe_name
 
@@ -369,8 +370,9 @@ def study_model(
     baseline = baseline or baseline_name(data.variants) or (variants[0] if variants else None)
     model = build_model(data, plan, declared, baseline, reps, seed, data.manifest.get("analysis_declared"))
     # the extra sections: a factorial analysis where the variants form a 2^k design; the engines' agreement where
-    # the seeds come from more than one engine
+    # the seeds come from more than one engine; both answers of a study that tuned every variant for itself
     sections = factorial_sections(data, model.envs, plan) + engine_sections(data, model.envs, baseline, plan)
+    sections += tuning_sections(data, model.envs, baseline, plan, reps, seed)
     return dataclasses.replace(model, sections=sections), data
 
 

@@ -1,0 +1,197 @@
+"""A study with per-variant tuning: every variant tuned for itself on the tuning seeds, its best hyperparameters in its
+confirmatory runs, resumable from the Optuna storages, and both answers side by side in the report."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+import yaml
+
+from sb3_ablation.study.analyse.inference import compare_family
+from sb3_ablation.study.analyse.statistics import MIN_RUNS
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.plan.config import StudyConfig, resolve_hyperparams
+from sb3_ablation.study.render.format import fmt, fmt_ci
+from sb3_ablation.study.run.recording import library_versions
+from sb3_ablation.study.run.tuning import (
+    OPTUNA_STUDY,
+    run_tuned_study,
+    storage_path,
+    trial_counts,
+    tune_variants,
+    tuned_folder,
+)
+from sb3_ablation.study.store.lock import study_lock
+from sb3_ablation.study.store.manifest import open_manifest, read_manifest
+from sb3_ablation.study.store.runs import read_run, run_path
+from sb3_ablation.zoo.export import optuna_storage
+from sb3_ablation.zoo.hyperparams_opt import convert_declared_params
+from sb3_ablation.zoo.trials import STUDY_AGGREGATE_ATTR, STUDY_TRIAL_SEEDS_ATTR
+
+ENV = "Pendulum-v1"
+VARIANTS = ["td3", "no_target_networks"]
+MARGIN = 50.0
+TUNING = {
+    "n_trials": 2,
+    "seeds": [1000, 1001],
+    "aggregate": "mean",
+    "sampler": "tpe",
+    "pruner": "median",
+    "n_evaluations": 2,
+    "eval_episodes": 1,
+    "search_space": {
+        "learning_rate": {"low": 1.0e-4, "high": 3.0e-3, "log": True},
+        "tau": {"low": 0.001, "high": 0.05, "log": True},
+        "batch_size": {"choices": [16, 32]},
+        "noise_std": {"low": 0.05, "high": 0.5},
+    },
+}
+# Pendulum-v1, a few hundred steps, [16, 16] networks, learning from step 100
+SETTINGS = {
+    "env": [ENV],
+    "variants": VARIANTS,
+    "n_timesteps": 300,
+    "eval_freq": 150,
+    "eval_episodes": 1,
+    "eval_max_episode_steps": 50,
+    "hyperparams": {"learning_starts": 100, "policy_kwargs": "dict(net_arch=[16, 16])", "batch_size": 32},
+    "workers": 2,
+    "analysis": {"margins": {ENV: MARGIN}},
+    "tuning": TUNING,
+}
+
+
+def best_trial(out, variant: str) -> optuna.trial.FrozenTrial:
+    storage = optuna_storage(str(storage_path(out, ENV, variant)), create=False)
+    return optuna.load_study(study_name=OPTUNA_STUDY, storage=storage).best_trial
+
+
+@pytest.fixture(scope="module")
+def tuned_study(tmp_path_factory) -> Path:
+    """A tuned study of 5 confirmatory seeds (enough for a test) run by the command line, with its report."""
+    from sb3_ablation.cli.study import study_main
+
+    folder = tmp_path_factory.mktemp("tuned_study")
+    path = folder / "study.yml"
+    path.write_text(yaml.safe_dump({**SETTINGS, "seed_list": [0, 1, 2, 3, 4], "out": str(folder / "out")}))
+    assert study_main(["--config", str(path), "--no-progress", "--verbose", "0", "--report"]) == 0
+    return folder / "out"
+
+
+def test_a_variants_tuned_hyperparameters_reach_its_runs(tuned_study):
+    manifest = read_manifest(tuned_study)
+    assert manifest["settings"]["tuning"]["search_space"]["tau"] == {"low": 0.001, "high": 0.05, "log": True}
+    assert manifest["settings"]["tuning"]["seeds"] == [1000, 1001]
+    tuned_manifest = read_manifest(tuned_folder(tuned_study))
+    for variant in VARIANTS:
+        best = best_trial(tuned_study, variant)
+        chosen = convert_declared_params(best.params)
+        assert chosen["noise_type"] == "normal" and chosen["noise_std"] == best.params["noise_std"]
+        assert manifest["tuned"][ENV][variant]["params"] == best.params
+        assert manifest["tuned"][ENV][variant]["hyperparams"] == chosen
+        assert manifest["tuned"][ENV][variant]["value"] == best.value
+        # pinned in the nested study, per variant, and in each of its runs' records
+        assert tuned_manifest["settings"]["variant_hyperparams"][variant][ENV] == chosen
+        for seed in range(5):
+            record = read_run(run_path(tuned_folder(tuned_study), ENV, variant, seed))
+            assert record is not None and record["status"] == "ok"
+            assert {key: record["hyperparams"][key] for key in chosen} == chosen
+            # the run with the study's hyperparameters keeps them
+            default = read_run(run_path(tuned_study, ENV, variant, seed))
+            assert default["hyperparams"]["learning_rate"] == 1e-3 and default["hyperparams"]["batch_size"] == 32
+    # without target networks tau is not used: not tuned, the study's value stays
+    assert "tau" not in best_trial(tuned_study, "no_target_networks").params
+    assert "tau" in best_trial(tuned_study, "td3").params
+
+
+def _json(value: float) -> float | None:
+    """As report.json writes a number: null where it is not finite."""
+    return value if math.isfinite(value) else None
+
+
+def _final_window(record: dict, plan: AnalysisPlan) -> float:
+    timesteps = np.asarray(record["evaluations"]["timesteps"])
+    returns = np.asarray(record["evaluations"]["mean_return"], dtype=np.float64)
+    return float(np.mean(returns[timesteps >= (1 - plan.final_fraction) * timesteps[-1]]))
+
+
+def _recomputed(out, plan: AnalysisPlan) -> dict:
+    """variant - td3 per seed from the records, through the plan's test and margin."""
+    values = {
+        variant: {seed: _final_window(read_run(run_path(out, ENV, variant, seed)), plan) for seed in range(5)}
+        for variant in VARIANTS
+    }
+    differences = {"no_target_networks": np.array([values["no_target_networks"][s] - values["td3"][s] for s in range(5)])}
+    family = compare_family(differences, plan.alpha, MARGIN, plan.power, MIN_RUNS, plan.test, 0, plan.equivalence_test)
+    return family["no_target_networks"]
+
+
+def test_the_report_sections_numbers_are_the_two_comparisons_recomputed_from_the_records(tuned_study):
+    plan = AnalysisPlan.from_dict({"margins": {ENV: MARGIN}})
+    report = json.loads((tuned_study / "report.json").read_text())
+    section = report["sections"]["Removed with TD3's hyperparameters, and with its own"]
+    (row,) = section["envs"][ENV]["comparisons"]
+    assert row["variant"] == "no_target_networks"
+    default, own = _recomputed(tuned_study, plan), _recomputed(tuned_folder(tuned_study), plan)
+    for shown, recomputed in ((row["default"], default), (row["own"], own)):
+        assert shown["n"] == recomputed.n == 5
+        assert shown["effect"] == recomputed.effect
+        assert shown["ci"] == [_json(bound) for bound in recomputed.ci]
+        assert shown["p_adjusted"] == _json(recomputed.p_adjusted)
+        assert shown["p_equivalence_adjusted"] == _json(recomputed.p_equivalence_adjusted)
+        assert shown["verdict"] == recomputed.verdict
+    if default.verdict == "differs" and default.effect != 0:
+        assert row["recovered"] == 1 - own.effect / default.effect
+    else:
+        assert row["recovered"] is None and row["recovered_note"].startswith("undefined")
+    # the answer with TD3's hyperparameters is the study's own comparison
+    assert report["envs"][ENV]["outcomes"]["final_window"]["variants"]["no_target_networks"]["effect"] == default.effect
+    markdown = (tuned_study / "report.md").read_text()
+    assert "## Removed with TD3's hyperparameters, and with its own" in markdown
+    assert f"| no_target_networks | {fmt(default.effect)} {fmt_ci(default.ci)} (n = 5) |" in markdown
+    assert f"| {fmt(own.effect)} {fmt_ci(own.ci)} (n = 5) |" in markdown
+
+
+def test_resuming_a_study_interrupted_after_tuning_one_variant_keeps_its_trials(tmp_path):
+    config = StudyConfig(**{
+        **{key: value for key, value in SETTINGS.items() if key != "env"},
+        "envs": [ENV], "seeds": 2, "out": str(tmp_path / "out"), "progress": False, "verbose": 0,
+    })  # fmt: skip
+    variants = config.variant_objects
+    resolved = resolve_hyperparams(config, variants)
+    # the first invocation: td3 tuned, then killed in the first trial of no_target_networks
+    with study_lock(config.out):
+        open_manifest(config, resolved, library_versions())
+        assert tune_variants(config, variants[:1], resolved, log=lambda _: None) == []
+    td3_trials = optuna.load_study(
+        study_name=OPTUNA_STUDY, storage=optuna_storage(str(storage_path(config.out, ENV, "td3")), create=False)
+    ).get_trials()
+    assert [trial.state.name for trial in td3_trials] == ["COMPLETE", "COMPLETE"]
+    killed = optuna.create_study(
+        study_name=OPTUNA_STUDY, storage=optuna_storage(str(storage_path(config.out, ENV, "no_target_networks")))
+    )
+    killed.set_user_attr(STUDY_TRIAL_SEEDS_ATTR, 2)
+    killed.set_user_attr(STUDY_AGGREGATE_ATTR, "mean")
+    killed.ask()  # left running
+    chosen_before = read_manifest(config.out)["tuned"][ENV]["td3"]
+
+    result = run_tuned_study(config, log=lambda _: None)
+    assert not result.failed and result.ok == 8
+    after = optuna.load_study(
+        study_name=OPTUNA_STUDY, storage=optuna_storage(str(storage_path(config.out, ENV, "td3")), create=False)
+    ).get_trials()
+    assert [(t.number, t.state, t.params, t.value) for t in after] == [
+        (t.number, t.state, t.params, t.value) for t in td3_trials
+    ]
+    assert read_manifest(config.out)["tuned"][ENV]["td3"] == chosen_before
+    # the trial the kill left running is marked failed and not counted: the budget is two finished trials
+    assert trial_counts(storage_path(config.out, ENV, "no_target_networks")) == {"fail": 1, "complete": 2}
+    assert set(read_manifest(config.out)["tuned"][ENV]) == set(VARIANTS)
+    # a third invocation tunes nothing and runs nothing
+    again = run_tuned_study(config, log=lambda _: None)
+    assert again.ok == 0 and again.skipped == 8
+    assert trial_counts(storage_path(config.out, ENV, "td3")) == {"complete": 2}
+    assert not math.isnan(read_manifest(config.out)["tuned"][ENV]["td3"]["value"])
