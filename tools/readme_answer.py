@@ -97,24 +97,25 @@ def sequential_lines() -> list[str]:
     outcome = report(folder)["envs"][env]["outcomes"]["final_window"]
     looks, variants = outcome["sequential"], outcome["variants"]
     order = looks["seed_order"]
-    groups: dict[str, list[str]] = {}
+    groups: dict[tuple[int, str], list[str]] = {}
+    last = len(looks["looks"]) - 1
     for variant, decision in looks["decisions"].items():
         if decision["verdict"] == "open":
-            where = "still open (runs missing)"
+            where = (last + 1, "still open (runs missing)")
         elif decision["look"] is not None:
             n = looks["looks"][decision["look"]]
-            where = f"decided at look {decision['look'] + 1} ({n} seeds)"
+            where = (decision["look"], f"decided at look {decision['look'] + 1} ({n} seeds)")
         else:
-            where = f"at the last look ({looks['looks'][-1]} seeds)"
+            where = (last, f"unresolved at the last look ({looks['looks'][-1]} seeds)")
         groups.setdefault(where, []).append(f"{variant.removeprefix('no_')} {cell(variants.get(variant))}")
     return [
         "",
-        f"**A confirmatory replication on {env}** (seeds {order[0]}-{order[-1]}, which the study above never used; plan, "
-        f"margin and looks at {' and '.join(map(str, looks['looks']))} seeds declared before the first run, "
+        f"**A confirmatory replication on {env}** (seeds {order[0]}-{order[-1]}, which the table's Pendulum study "
+        f"never used; plan, margin and looks at {' and '.join(map(str, looks['looks']))} seeds declared before the first run, "
         f"{looks['boundary']} alpha spending, one family-wise alpha = 0.05 over all looks; the next block of seeds "
         "only for comparisons still open; component removed, verdict and estimate):",
         "",
-        *(f"- {where}: " + "; ".join(items) + "." for where, items in groups.items()),
+        *(f"- {where}: " + "; ".join(items) + "." for (_, where), items in sorted(groups.items())),
     ]
 
 
