@@ -5,21 +5,22 @@ Compute, then render: :func:`~sb3_ablation.study.analyse.analysis.build_model` c
 study's analysis plan (:mod:`~sb3_ablation.study.plan.analysis_plan`) into a report model, and this module renders the model as
 markdown, figures (:mod:`~sb3_ablation.study.render.figures`) and JSON.
 
-Each comparison of a variant with the baseline gets one of three verdicts, with the test named next to it: ``differs``
-(paired t-test, Holm-corrected within its family), ``equivalent`` (two one-sided tests for the plan's margin, Holm
-as well) or ``unresolved`` (with the minimum detectable effect at 80% power and the seeds that would detect the observed
-effect). IQMs with stratified-bootstrap CIs (rliable) are effect sizes, not corrected for multiple comparisons. With
-fewer than :data:`~sb3_ablation.study.analyse.statistics.MIN_RUNS` seed pairs there is no test: the tables show per-seed
-values and per-seed differences and say why. Across envs: a sign test per component over all seed pairs, the
-aggregate under min/max and reference normalization side by side, and components whose effects change sign between
-envs named task-dependent.
+Each comparison of a variant with the baseline gets one of three verdicts, with the test named next to it:
+``differs`` (the plan's paired test, Wilcoxon signed-rank by default), ``equivalent`` (two one-sided tests within the
+plan's margin) or ``unresolved`` (with the minimum detectable effect and the seeds that would detect the observed
+effect); both claims share one family-wise alpha (:mod:`~sb3_ablation.study.analyse.family_verdicts`, or the
+group-sequential looks of :mod:`~sb3_ablation.study.analyse.sequential` where the plan declares them). IQMs with
+stratified-bootstrap CIs (rliable) are effect sizes, not corrected for multiple comparisons. With fewer than
+:data:`~sb3_ablation.study.analyse.statistics.MIN_RUNS` seed pairs there is no test: the tables show per-seed values and
+differences and say why. Failures, margins in three units, the task-level meta-analysis across envs and the extra
+sections (factorial, engines, tuning) come from the report model; the runs' status, software, warnings and failures
+from :mod:`~sb3_ablation.study.render.status`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,6 @@ import numpy as np
 
 from sb3_ablation.common.io import write_json_atomic, write_text_atomic
 from sb3_ablation.common.training_stats import ACTOR_STD, TARGET_Q_MEAN, TD_ERROR, TWIN_Q_GAP, q_mean_key
-from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.analysis import ReportModel, build_model
 from sb3_ablation.study.analyse.model import EnvResult
 from sb3_ablation.study.analyse.outcomes import outcome_values
@@ -60,6 +60,15 @@ from sb3_ablation.study.render.figures import (
 from sb3_ablation.study.render.json import model_json
 from sb3_ablation.study.render.plan import plan_banner, plan_section
 from sb3_ablation.study.render.sequential import looks_lines
+from sb3_ablation.study.render.status import (
+    MADE_WITH,
+    failures_section,
+    made_with_lines,
+    overrides_text,
+    status_markdown,
+    training_steps_text,
+    warnings_section,
+)
 from sb3_ablation.study.render.summaries import findings_markdown
 from sb3_ablation.study.render.tables import (
     failures_table,
@@ -68,7 +77,6 @@ from sb3_ablation.study.render.tables import (
     too_few_runs_note,
 )
 from sb3_ablation.study.render.tuning import tuning_sections
-from sb3_ablation.study.store.manifest import planned_runs
 from sb3_ablation.study.store.runs import safe_name
 
 __all__ = ["DEFAULT_REPS", "DEFAULT_SEED", "load_study", "status_markdown", "study_model", "write_report"]
@@ -93,65 +101,9 @@ DIAGNOSTIC_LABELS = {
 # ----------------------------------------------------------------------------------------------------------------------
 
 
-def _training_steps(manifest: dict) -> str:
-    """Each env's training steps as its runs used them (the resolved zoo hyperparameters in the manifest)."""
-    steps = {
-        env: {
-            int(float(hp["n_timesteps"]))
-            for hp in manifest.get("hyperparams", {}).get(env, {}).values()
-            if "n_timesteps" in hp
-        }
-        for env in manifest.get("envs", [])
-    }
-    if not any(steps.values()):
-        return str(manifest.get("settings", {}).get("n_timesteps") or "the zoo default of each env")
-    every_env = set().union(*steps.values())
-    if len(every_env) == 1 and all(steps.values()):
-        return f"{every_env.pop():,}"
-    return ", ".join(f"{env} {'/'.join(f'{n:,}' for n in sorted(v)) or '?'}" for env, v in steps.items())
-
-
-def _overrides(settings: dict) -> str:
-    """The study's overrides of the zoo hyperparameters (other than the training steps), as the study file gives them."""
-    overrides = {**settings.get("hyperparams", {})}
-    for env, by_env in (settings.get("env_hyperparams") or {}).items():
-        overrides.update({f"{key} ({env})": value for key, value in by_env.items() if key != "n_timesteps"})
-    if not overrides:
-        return ""
-    return "; zoo hyperparameters otherwise, with " + ", ".join(f"{key}: {value}" for key, value in overrides.items())
-
-
 # ----------------------------------------------------------------------------------------------------------------------
 # Sections
 # ----------------------------------------------------------------------------------------------------------------------
-
-
-def status_markdown(data: StudyData) -> str:
-    """
-    How far a study is (the report's status line): its finished runs of the planned
-    ones (:func:`~sb3_ablation.study.store.manifest.planned_runs`) and the seeds each engine trained.
-    """
-    planned = len(planned_runs(data.manifest))
-    finished = sum(len(keys) for keys in data.engines.values())
-    engines = "; ".join(
-        f"{plural(len(keys), 'run')} of seeds {_seed_ranges({seed for _, _, seed in keys})} by the {engine} engine"
-        for engine, keys in sorted(data.engines.items(), key=lambda item: min(seed for _, _, seed in item[1]))
-    )
-    left = planned - finished
-    rest = f"; {left} to run or rerun ({len(data.failed)} failed)" if left else ""
-    seeds = _seed_ranges(set(data.manifest["seeds"]))
-    return f"**Status: {finished} of {planned} runs finished** (seeds {seeds}; {engines}{rest}).\n"
-
-
-def _seed_ranges(seeds: set[int]) -> str:
-    """``0-4, 7``: sorted seeds with runs of consecutive ones joined."""
-    runs: list[list[int]] = []
-    for seed in sorted(seeds):
-        if runs and seed == runs[-1][-1] + 1:
-            runs[-1].append(seed)
-        else:
-            runs.append([seed])
-    return ", ".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
 
 
 def _curve(runs, metric: str, reps: int, seed: int) -> CurveEstimate | None:
@@ -267,90 +219,6 @@ def _profile_figure(
     return [f"![{title}](figures/{path.name})", "", f"Performance profile (rliable): fraction of runs above x ({band}).", ""]
 
 
-def _warnings_section(data: StudyData) -> list[str]:
-    """Each warning the runs raised, once, with the runs that raised it."""
-    if not data.warnings:
-        return []
-    lines = ["## Run warnings", "", "Each warning once, with the runs that raised it:", ""]
-    for message, keys in sorted(data.warnings.items()):
-        lines.append(f"- `{message.splitlines()[0]}`: {_runs_by_env_variant(keys, data)}")
-    return [*lines, ""]
-
-
-# what the finished runs were made with, each: (StudyData field, the line where every run shares one value, the
-# lead-in of the list of values and their runs where they differ)
-MADE_WITH = (
-    (
-        "software",
-        "Software of every run: {}.",
-        "Software of the runs (several versions: each run is a run of the same settings and seed, but runs made with "
-        "different versions are not bit-identical to each other):",
-    ),
-    (
-        "engines",
-        "Engine of every run: {}.",
-        "Engines of the runs (each seed of a task is trained by one engine, so each paired comparison lies within one "
-        "engine; the engines' runs are statistically, not bitwise, the same, and the section Engines checks that the "
-        "effects agree):",
-    ),
-)
-
-
-def _made_with_lines(groups: dict[str, list[tuple[str, str, int]]], data: StudyData, one: str, several: str) -> list[str]:
-    """``one`` filled in where every run shares a value; else ``several`` and each value with the runs that have it."""
-    if not groups:
-        return []
-    if len(groups) == 1:
-        return [one.format(next(iter(groups))), ""]
-    lines = [several, ""]
-    for value, keys in sorted(groups.items(), key=lambda item: -len(item[1])):
-        lines.append(f"- {value}: {plural(len(keys), 'run')}, {_runs_by_env_variant(keys, data)}")
-    return [*lines, ""]
-
-
-def _runs_by_env_variant(keys: Iterable[tuple[str, str, int]], data: StudyData) -> str:
-    """
-    Runs named compactly: ``env variant (seeds 3, 4)`` once per (env, variant), ``all seeds`` where it is all, and
-    ``env every variant (seeds 1, 2)`` where every variant of an env has the same seeds.
-    """
-    all_seeds = sorted(data.manifest.get("seeds", []))
-    by_env: dict[str, dict[str, list[int]]] = {}
-    for env, variant, seed in keys:
-        by_env.setdefault(env, {}).setdefault(variant, []).append(seed)
-
-    def which(seeds: Iterable[int]) -> str:
-        seeds = sorted(seeds)
-        return "all seeds" if seeds == all_seeds else ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
-
-    named = []
-    for env, by_variant in sorted(by_env.items()):
-        seed_sets = {tuple(sorted(seeds)) for seeds in by_variant.values()}
-        if len(data.variants) > 1 and set(by_variant) == set(data.variants) and len(seed_sets) == 1:
-            named.append(f"{env} every variant ({which(seed_sets.pop())})")
-            continue
-        named += [f"{env} {variant} ({which(seeds)})" for variant, seeds in sorted(by_variant.items())]
-    return "; ".join(named)
-
-
-def _failures_section(data: StudyData) -> list[str]:
-    if not data.failed and not data.missing:
-        return []
-    lines = ["## Failed and missing runs", ""]
-    if data.failed:
-        lines += ["| env | variant | seed | error |", "|---|---|---:|---|"]
-        for record in sorted(data.failed, key=lambda r: (r["env"], r["variant"], r["seed"])):
-            error = (record.get("error") or "unknown error").splitlines()[0].replace("|", "\\|")
-            lines.append(f"| {record['env']} | {record['variant']} | {record['seed']} | {error} |")
-        lines.append("")
-    if data.missing:
-        lines += [
-            f"Missing (never finished): {_runs_by_env_variant(data.missing, data)}.",
-            "",
-        ]
-    lines += ["Rerun the study command to redo failed and missing runs; finished runs are kept.", ""]
-    return lines
-
-
 def study_model(
     out: str | os.PathLike,
     reps: int = DEFAULT_REPS,
@@ -411,7 +279,7 @@ def write_report(
         f"# Ablation study report: {', '.join(data.envs)}",
         "",
         f"Study folder `{out}`. Variants: {', '.join(data.variants)}; seeds: {', '.join(map(str, data.manifest['seeds']))}; "
-        f"training steps: {_training_steps(data.manifest)}{_overrides(settings)}; evaluation every "
+        f"training steps: {training_steps_text(data.manifest)}{overrides_text(settings)}; evaluation every "
         f"{settings.get('eval_freq') or 'n_timesteps/20'} steps with {settings.get('eval_episodes')} deterministic episodes. "
         f"Baseline: **{model.baseline}**.",
         "",
@@ -420,7 +288,7 @@ def write_report(
     lines = [*lines[:2], *plan_banner(model), *lines[2:]]
     lines += plan_section(model, data)
     for field, one, several in MADE_WITH:
-        lines += _made_with_lines(getattr(data, field), data, one, several)
+        lines += made_with_lines(getattr(data, field), data, one, several)
     if data.failed or data.missing:
         lines += [f"**Incomplete study:** {len(data.failed)} failed and {len(data.missing)} missing runs (see the end).", ""]
     lines += [
@@ -443,8 +311,8 @@ def write_report(
         for name, draw in section.figures.items():
             draw(figures / name)
         lines += [f"## {section.title}", "", *section.lines, ""]
-    lines += _warnings_section(data)
-    lines += _failures_section(data)
+    lines += warnings_section(data)
+    lines += failures_section(data)
     write_json_atomic(out / "report.json", model_json(model))
     write_evaluations_csv(out)  # the tidy table of every evaluation, for pandas, seaborn and rliable
     path = out / "report.md"
