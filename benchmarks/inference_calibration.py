@@ -273,8 +273,8 @@ def markdown(report: dict, cases: list[Scenario]) -> str:
         "",
         f"Written by `benchmarks/inference_calibration.py` ({reps} replications per cell, seed {report['seed']}, "
         f"{report['runtime_s']:.0f} s); the numbers are in `docs/calibration.json`. The default test of "
-        "`sb3_ablation.study.analyse.paired_tests` (`DEFAULT_TEST`) is the one chosen here, and a unit test checks they "
-        "agree.",
+        "the analysis plan (`sb3_ablation.study.plan.analysis_plan.DEFAULT_TEST`) is the one chosen here, and a unit "
+        "test checks they agree.",
         "",
         "## Method",
         "",

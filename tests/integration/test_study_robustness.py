@@ -14,7 +14,7 @@ import pytest
 
 from sb3_ablation.cli.study import study_main
 from sb3_ablation.common.io import write_json_atomic
-from sb3_ablation.study.analyse.statistics import env_reference
+from sb3_ablation.study.plan.analysis_plan import published_reference
 from sb3_ablation.study.plan.config import StudyConfig, load_config_file, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RUN_FILE_FORMAT
 from sb3_ablation.study.render.report import load_study, write_report
@@ -137,7 +137,7 @@ def test_aggregate_normalizes_with_reference_scores_and_lists_failures(tmp_path)
     _synthetic_run(tmp_path, "Pendulum-v1", "td3", 2, -150.0, status="failed")
 
     data = load_study(tmp_path)
-    assert env_reference("MountainCarContinuous-v0") == (-33.1, 93.5)  # references.yml: random policy, rl-zoo's TD3
+    assert published_reference("MountainCarContinuous-v0") == (-33.1, 93.5)  # references.yml: random policy, rl-zoo's TD3
     assert {(m[0], m[1], m[2]) for m in data.missing} == {(env, v, 2) for env in envs for v in variants} - {
         ("Pendulum-v1", "td3", 2)
     }

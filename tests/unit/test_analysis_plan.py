@@ -62,10 +62,11 @@ def test_a_plan_survives_its_json_round_trip():
     assert AnalysisPlan.from_dict({}) == AnalysisPlan() and math.isclose(AnalysisPlan().alpha, 0.05)
 
 
-def test_the_plans_defaults_are_the_calibrated_ones():
+def test_the_plan_names_exactly_the_tests_the_analysis_has():
     from sb3_ablation.study.analyse import paired_tests
     from sb3_ablation.study.plan import analysis_plan
 
-    # the plan layer cannot import the analysis layer; the defaults it names must be the calibrated ones
-    assert analysis_plan.DEFAULT_TEST == paired_tests.DEFAULT_TEST and analysis_plan.TESTS == paired_tests.TESTS
-    assert analysis_plan.DEFAULT_EQUIVALENCE_TEST == paired_tests.DEFAULT_EQUIVALENCE_TEST == "signflip"
+    # the plan layer cannot import the analysis layer: its list of tests must be the one the analysis implements
+    # (its defaults are checked against the committed calibration table in tests/unit/test_robust.py)
+    assert analysis_plan.TESTS == paired_tests.TESTS
+    assert {analysis_plan.DEFAULT_TEST, analysis_plan.DEFAULT_EQUIVALENCE_TEST} <= set(paired_tests.TESTS)

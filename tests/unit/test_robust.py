@@ -18,7 +18,6 @@ from sb3_ablation.study.analyse.failures import failure_rate, paired_failure_tes
 from sb3_ablation.study.analyse.family_verdicts import DIFFERS, EQUIVALENT, UNRESOLVED, decide_family
 from sb3_ablation.study.analyse.paired_methods import BOOTSTRAP_REPS, MONTE_CARLO_FLIPS, hodges_lehmann, smallest_p
 from sb3_ablation.study.analyse.paired_tests import (
-    DEFAULT_TEST,
     TESTS,
     PairedResult,
     compare_paired,
@@ -27,6 +26,7 @@ from sb3_ablation.study.analyse.paired_tests import (
     paired_p_values,
     tost_p_value,
 )
+from sb3_ablation.study.plan.analysis_plan import DEFAULT_TEST
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the example from our data: 10 of 10 differences negative, two of them collapses

@@ -25,8 +25,8 @@ from sb3_ablation.study.analyse.inference import Comparison, compare_family, hol
 from sb3_ablation.study.analyse.model import EnvResult
 from sb3_ablation.study.analyse.outcomes import run_outcome
 from sb3_ablation.study.analyse.results import StudyData
-from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, env_reference, outcome_statistics
-from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, outcome_statistics
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, published_reference
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def _aggregate(
     data: StudyData, envs: list[EnvResult], variants: list[str], seeds: list[int], baseline: str, plan: AnalysisPlan,
     reps: int, seed: int,
 ) -> Aggregate | None:  # fmt: skip
-    references = {e.env: env_reference(e.env) for e in envs}
+    references = {e.env: published_reference(e.env) for e in envs}
     bounds = {env: b for env, b in references.items() if b is not None}
     if len(bounds) < len(envs) or not seeds:
         return None

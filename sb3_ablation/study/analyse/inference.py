@@ -31,13 +31,8 @@ from scipy import stats
 
 from sb3_ablation.study.analyse.family_verdicts import DIFFERS, EQUIVALENT, GUARANTEE, UNRESOLVED, decide_family
 from sb3_ablation.study.analyse.paired_methods import smallest_p
-from sb3_ablation.study.analyse.paired_tests import (
-    DEFAULT_EQUIVALENCE_TEST,
-    DEFAULT_TEST,
-    TEST_NAMES,
-    PairedResult,
-    compare_paired,
-)
+from sb3_ablation.study.analyse.paired_tests import TEST_NAMES, PairedResult, compare_paired
+from sb3_ablation.study.plan.analysis_plan import DEFAULT_EQUIVALENCE_TEST, DEFAULT_TEST
 
 __all__ = ["DIFFERS", "EQUIVALENT", "GUARANTEE", "UNRESOLVED", "Comparison", "compare_family"]
 VERDICTS = (DIFFERS, EQUIVALENT, UNRESOLVED)

@@ -36,11 +36,6 @@ TEST_NAMES = {
     "bootstrap_percentile": "percentile-bootstrap test of the mean",
 }
 TESTS = tuple(TEST_NAMES)
-#: the default of the committed calibration table (docs/calibration.json; a test checks they agree)
-DEFAULT_TEST = "wilcoxon"
-#: the default equivalence procedure: TOST with the sign-flip test of the mean, which failures pull down, so a variant
-#: that fails more often than the baseline is not called equivalent (docs/calibration.md, equivalence table)
-DEFAULT_EQUIVALENCE_TEST = "signflip"
 ALTERNATIVES = ("two-sided", "greater", "less")
 
 

@@ -25,8 +25,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from rliable import library as rly
 
-from sb3_ablation.study.plan.analysis_plan import published_reference
-
 if TYPE_CHECKING:
     pass
 
@@ -301,8 +299,3 @@ def score_distribution(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
     """
     fractions: np.ndarray = (np.ravel(scores)[:, None] > np.asarray(taus)[None, :]).mean(axis=0)
     return fractions
-
-
-def env_reference(env_id: str) -> tuple[float, float] | None:
-    """The (random, reference) returns that normalized scores map to (0, 1) (``references.yml``; ``None``: none)."""
-    return published_reference(env_id)

@@ -40,7 +40,10 @@ OUTCOMES = ("final_window", "last", "auc", "overestimation")
 #: the paired tests the report can use (sb3_ablation.study.analyse.paired_tests); the default comes from the committed
 #: calibration table (docs/calibration.md)
 TESTS = ("t", "wilcoxon", "signflip", "signflip_trimmed", "bootstrap_t", "bootstrap_percentile")
+#: the default of the committed calibration table (docs/calibration.json; a test checks they agree)
 DEFAULT_TEST = "wilcoxon"
+#: the default equivalence procedure: TOST with the sign-flip test of the mean, which failures pull down, so a variant
+#: that fails more often than the baseline is not called equivalent (docs/calibration.md, equivalence table)
 DEFAULT_EQUIVALENCE_TEST = "signflip"
 BOUNDARIES = ("obrien-fleming", "pocock")
 REFERENCES_FILE = Path(__file__).with_name("references.yml")
