@@ -1,6 +1,7 @@
 """A study with per-variant tuning: every variant tuned for itself on the tuning seeds, its best hyperparameters in its
 confirmatory runs, resumable from the Optuna storages, and both answers side by side in the report."""
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -14,6 +15,7 @@ from sb3_ablation.study.analyse.inference import compare_family
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.config import StudyConfig, resolve_hyperparams
+from sb3_ablation.study.plan.tuning import TuningPlan
 from sb3_ablation.study.render.format import fmt, fmt_ci
 from sb3_ablation.study.run.recording import library_versions
 from sb3_ablation.study.run.tuning import (
@@ -21,8 +23,10 @@ from sb3_ablation.study.run.tuning import (
     run_tuned_study,
     storage_path,
     trial_counts,
+    tune,
     tune_variants,
     tuned_folder,
+    tuning_job,
 )
 from sb3_ablation.study.store.lock import study_lock
 from sb3_ablation.study.store.manifest import open_manifest, read_manifest
@@ -195,3 +199,18 @@ def test_resuming_a_study_interrupted_after_tuning_one_variant_keeps_its_trials(
     assert again.ok == 0 and again.skipped == 8
     assert trial_counts(storage_path(config.out, ENV, "td3")) == {"complete": 2}
     assert not math.isnan(read_manifest(config.out)["tuned"][ENV]["td3"]["value"])
+
+
+def test_an_interrupted_tuning_chooses_nothing(tmp_path):
+    # rl_zoo3's optimisation swallows Ctrl-C and reports the best trial so far: simulated by a tuning whose train
+    # stops after one of its two trials; the tuning is reported as interrupted, and nothing is chosen from it
+    config = StudyConfig(**{
+        **{key: value for key, value in SETTINGS.items() if key != "env"},
+        "envs": [ENV], "variants": ["td3"], "seeds": 2, "out": str(tmp_path / "out"), "progress": False, "verbose": 0,
+    })  # fmt: skip
+    job = tuning_job(config, TuningPlan.from_dict(config.tuning), config.variant_objects[0], ENV)
+    argv = list(job.argv)
+    argv[argv.index("--max-total-trials") + 1] = "1"
+    result = tune(dataclasses.replace(job, argv=tuple(argv)))
+    assert result == {"env": ENV, "variant": "td3", "error": "interrupted after 1 of 2 trials; rerun the study to finish it"}
+    assert trial_counts(storage_path(config.out, ENV, "td3")) == {"complete": 1}

@@ -83,6 +83,7 @@ class TuningJob:
     :param search_space: the variant's search space
     :param storage: the journal storage file
     :param console: the file its console output goes to
+    :param n_trials: the budget: a tuning that ends with fewer finished trials was interrupted
     """
 
     env: str
@@ -91,6 +92,7 @@ class TuningJob:
     search_space: dict[str, dict[str, Any]]
     storage: str
     console: str
+    n_trials: int = 0
 
 
 def train_arguments(
@@ -211,6 +213,16 @@ def tuning_result(storage: str | os.PathLike[str]) -> dict[str, Any]:
     }
 
 
+def tuning_job(config: StudyConfig, plan: TuningPlan, variant: Variant, env: str) -> TuningJob:
+    """One (env, variant)'s tuning: its ``train -optimize`` arguments, search space, storage and budget."""
+    folder = tuning_folder(config.out, env, variant.name)
+    hyperparams = {**config.overrides_for(env), **config.variant_overrides(variant.name, env), **variant.switches}
+    argv = train_arguments(config, plan, variant, env, hyperparams, folder)
+    storage = storage_path(config.out, env, variant.name)
+    space = plan.space_for(variant.switches)
+    return TuningJob(env, variant.name, tuple(argv), space, str(storage), str(folder / "console.txt"), plan.n_trials)
+
+
 def tune(job: TuningJob) -> dict[str, Any]:
     """
     Run one (env, variant)'s tuning in a worker: ``sb3-ablation train -optimize`` with its arguments and search space.
@@ -228,6 +240,11 @@ def tune(job: TuningJob) -> dict[str, Any]:
     if status != 0:
         lines = Path(job.console).read_text().strip().splitlines()
         return failed_tuning(job, lines[-1] if lines else f"train -optimize exited with status {status}")
+    finished = finished_trials(trial_counts(job.storage))
+    if finished < job.n_trials:
+        # rl_zoo3's optimisation swallows KeyboardInterrupt and goes on to report its best trial: an interrupted
+        # tuning must not choose hyperparameters from part of its budget
+        return failed_tuning(job, f"interrupted after {finished} of {job.n_trials} trials; rerun the study to finish it")
     try:
         return {"env": job.env, "variant": job.variant, **tuning_result(job.storage)}
     except StudyError as error:
@@ -254,7 +271,6 @@ def tune_variants(
     failed: list[str] = []
     for env in config.envs:
         for variant in variants:
-            folder = tuning_folder(config.out, env, variant.name)
             storage = storage_path(config.out, env, variant.name)
             released = release_stale_trials(storage)
             if released and config.verbose >= 1:
@@ -265,10 +281,7 @@ def tune_variants(
                 except StudyError as error:  # every trial pruned: nothing to choose from
                     failed.append(f"tuning {env} {variant.name}: {error}")
                 continue
-            hyperparams = {**config.overrides_for(env), **config.variant_overrides(variant.name, env), **variant.switches}
-            argv = train_arguments(config, plan, variant, env, hyperparams, folder)
-            space = plan.space_for(variant.switches)
-            jobs.append(TuningJob(env, variant.name, tuple(argv), space, str(storage), str(folder / "console.txt")))
+            jobs.append(tuning_job(config, plan, variant, env))
     if done:
         record_tuning(config.out, done)
     if not jobs:
