@@ -8,8 +8,12 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as distribution_version
 from pathlib import Path
 from typing import NoReturn
+
+from sb3_ablation import __version__
 
 # sub-command -> (module, function, one-line help); modules are imported lazily so `--help` stays fast
 COMMANDS = {
@@ -43,14 +47,9 @@ def _usage() -> str:
 
 def version() -> str:
     """The installed distribution's version (the package's own ``__version__`` when run from a source tree)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as distribution_version
-
     try:
         return distribution_version("sb3-ablation")
     except PackageNotFoundError:
-        from sb3_ablation import __version__
-
         return __version__
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import torch as th
+
 
 def device_problem(device: str) -> str | None:
     """
@@ -9,8 +11,6 @@ def device_problem(device: str) -> str | None:
     :return: why it cannot be used here, in one line naming it (not a PyTorch device, or a CUDA device this machine
         does not have: SB3 would run on the CPU without a word); ``None`` when it can
     """
-    import torch as th
-
     if device == "auto":
         return None
     try:

@@ -29,6 +29,7 @@ def env_id_of(env: Any) -> str | None:
 
 def _entries(config: str) -> dict[str, Any]:
     """The entries of the shipped ``zoo_configs/<config>.yml``, read by the zoo's code."""
+    # in the function: zoo.hyperparams imports rl_zoo3 (heavy) and the algorithms, which import this module (a cycle)
     from sb3_ablation.zoo.hyperparams import config_entries
 
     return config_entries(config)
@@ -48,6 +49,7 @@ def default_budget(config: str, env: Any) -> tuple[int, str]:
             f"learn() needs total_timesteps: {what}, so zoo_configs/{config}.yml has no n_timesteps for it; "
             "pass learn(total_timesteps=...)"
         )
+    # in the function: rl_zoo3 is heavy, and zoo.hyperparams imports the algorithms, which import this module
     from sb3_ablation.zoo.hyperparams import ZooConfigError, zoo_budget
 
     try:

@@ -52,12 +52,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import rl_zoo3.callbacks
 import rl_zoo3.exp_manager
 import rl_zoo3.hyperparams_opt
 import rl_zoo3.utils
+import stable_baselines3 as sb3
+import torch as th
+from huggingface_sb3 import EnvironmentName
 from rl_zoo3.exp_manager import ExperimentManager
 from rl_zoo3.hyperparams_opt import convert_offpolicy_params, sample_td3_params
+from stable_baselines3 import HerReplayBuffer
+from stable_baselines3.common.utils import set_random_seed
 
 from sb3_ablation.cli import OneLineArgumentParser
 
@@ -129,6 +135,7 @@ def convert_trial_params(algo: str, params: dict[str, Any]) -> dict[str, Any]:
 
 def register_zoo_envs() -> None:
     """Register rl_zoo3's own environments with Gymnasium (as rl_zoo3's commands do on import)."""
+    # importing the module registers the envs: the import is what this function does
     import rl_zoo3.import_envs  # noqa: F401
 
 
@@ -158,8 +165,6 @@ class ZooExperimentManager(ExperimentManager):
         :param trial: the Optuna trial
         :return: ``(model_kwargs, sampled_hyperparams, n_envs)``, ``n_envs`` being the number of training envs
         """
-        from stable_baselines3 import HerReplayBuffer
-
         kwargs = self._hyperparams.copy()
         n_envs = 1 if self.algo == "ars" else self.n_envs
         additional_args = {
@@ -302,8 +307,6 @@ def find_trained_model(
 
     :raise AssertionError, ValueError: as rl_zoo3 does (no run folder; no model file)
     """
-    from huggingface_sb3 import EnvironmentName
-
     with contextlib.redirect_stdout(io.StringIO()):
         _, model_path, _ = rl_zoo3.utils.get_model_path(
             exp_id,
@@ -354,6 +357,7 @@ def _zoo_parse_args(argv: list[str] | None) -> Iterator[None]:
 
 
 def _call_zoo_command(command: ZooCommand) -> None:
+    # only the command that runs is imported (rl_zoo3.enjoy alone takes ~0.1 s)
     if command == "train":
         import rl_zoo3.train
 
@@ -441,11 +445,6 @@ def run_train(args: argparse.Namespace, manager_class: type[ExperimentManager] =
         ``StoreDict`` options as dicts or None); written to the run's ``args.yml`` as rl_zoo3 writes it
     :param manager_class: :class:`ExperimentManager` or a subclass, built with rl_zoo3's arguments
     """
-    import numpy as np
-    import stable_baselines3 as sb3
-    import torch as th
-    from stable_baselines3.common.utils import set_random_seed
-
     register_zoo_envs()
     for env_module in args.gym_packages:
         importlib.import_module(env_module)

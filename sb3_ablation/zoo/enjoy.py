@@ -14,10 +14,15 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from sb3_ablation.zoo.adapter import ZooCommand
+from stable_baselines3.common.save_util import load_from_zip_file
+
+from sb3_ablation.common.saved_models import IncompatibleModelError
+from sb3_ablation.zoo.adapter import ZooCommand, command_parser, find_trained_model, run_zoo_command
+from sb3_ablation.zoo.hyperparams import ALGOS, OWN_ALGOS, ZooConfigError, check_algo, check_env_id
+from sb3_ablation.zoo.registry import register
+from sb3_ablation.zoo.train import check_budget, check_device, parse_key_values, run_command
 
 PROG = "sb3-ablation enjoy"
 
@@ -30,13 +35,6 @@ def check_model(args: argparse.Namespace) -> None:
     :raise ZooConfigError: unknown algorithm or environment, bad ``--env-kwargs``, no model where it should be, a
         model file that cannot be read or that holds a model of another algorithm
     """
-    from stable_baselines3.common.save_util import load_from_zip_file
-
-    from sb3_ablation.common.saved_models import IncompatibleModelError
-    from sb3_ablation.zoo.adapter import find_trained_model
-    from sb3_ablation.zoo.hyperparams import ALGOS, OWN_ALGOS, ZooConfigError, check_algo, check_env_id
-    from sb3_ablation.zoo.train import check_budget, check_device, parse_key_values
-
     for module in args.gym_packages if "gym_packages" in args else ():
         importlib.import_module(module)
     check_algo(args.algo)
@@ -84,9 +82,6 @@ def run_trained_model_command(prog: str, command: ZooCommand, argv: list[str], c
     :param check: checks what the command needs before anything else (raises :class:`ZooConfigError`)
     :return: exit status (0: done, 2: bad input)
     """
-    from sb3_ablation.zoo.adapter import command_parser, run_zoo_command
-    from sb3_ablation.zoo.registry import register
-    from sb3_ablation.zoo.train import run_command
 
     def body() -> int:
         register()  # before the parser: rl_zoo3's lists our algorithms

@@ -27,6 +27,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.noise import ActionNoise
 
 from sb3_ablation import DDPG, AblatableTD3
+from sb3_ablation.common.zoo_budget import env_id_of
 from sb3_ablation.zoo import adapter
 
 #: rl_zoo3 names of the algorithms the zoo integration knows: ours and SB3's own, which keep their meaning.
@@ -391,8 +392,6 @@ def split_hyperparams(
         ``monitor_kwargs`` and ``callbacks`` (callback instances), with rl_zoo3's defaults filled in
     :raise ZooConfigError: when ``n_timesteps`` is missing
     """
-    from sb3_ablation.common.zoo_budget import env_id_of
-
     if "n_timesteps" not in hyperparams:
         raise ZooConfigError("missing hyperparameter 'n_timesteps'")
     env_id = env_id or env_id_of(env)

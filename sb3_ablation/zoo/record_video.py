@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import sys
 
+from sb3_ablation.zoo.enjoy import run_trained_model_command
+from sb3_ablation.zoo.hyperparams import ZooConfigError
+
 PROG = "sb3-ablation record-video"
 
 
@@ -16,11 +19,10 @@ def main(argv: list[str] | None = None) -> int:
     :param argv: rl_zoo3 ``record_video`` arguments; ``sys.argv[1:]`` by default
     :return: exit status (0: done, 2: bad input)
     """
-    from sb3_ablation.zoo.enjoy import run_trained_model_command
-    from sb3_ablation.zoo.hyperparams import ZooConfigError
 
     def check_moviepy() -> None:
-        try:  # SB3's VecVideoRecorder would fail only at the first frame, with a traceback
+        # moviepy is optional: checked here, as SB3's VecVideoRecorder would fail only at the first frame (a traceback)
+        try:
             import moviepy  # noqa: F401
         except ImportError:
             raise ZooConfigError("record-video needs moviepy, which is not installed: pip install moviepy") from None

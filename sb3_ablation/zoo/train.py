@@ -35,6 +35,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sb3_ablation import SWITCHES
+from sb3_ablation.common.devices import device_problem
+from sb3_ablation.common.saved_models import IncompatibleModelError
+from sb3_ablation.zoo.adapter import (
+    command_parser,
+    evaluate_command_line_value,
+    run_train,
+    zoo_algorithm_class,
+    zoo_argument_names,
+)
+from sb3_ablation.zoo.experiment import AblationExperimentManager
+from sb3_ablation.zoo.export import export_best
+from sb3_ablation.zoo.hyperparams import ALGOS, OWN_ALGOS, ZooConfigError, check_action_space, check_algo, check_env_id
+from sb3_ablation.zoo.registry import register
+
 PROG = "sb3-ablation train"
 DESCRIPTION = "Train (or tune with -optimize) an agent with rl_zoo3; ablatable_td3 and ddpg_scratch added."
 NUM_THREADS_HELP = (
@@ -81,8 +96,6 @@ def _add_own_options(parser: argparse.ArgumentParser) -> None:
 
 def train_parser() -> argparse.ArgumentParser:
     """rl_zoo3's ``train`` options (with our ``--num-threads`` default) and ours, with one-line usage errors."""
-    from sb3_ablation.zoo.adapter import command_parser
-
     changes: dict[str, dict[str, Any]] = {
         "algo": {"choices": None},  # checked by check_algo, which names the closest algorithm
         "n_timesteps": {"default": None},  # given or not (rl_zoo3's -1 means "the config's")
@@ -99,9 +112,6 @@ def parse_key_values(flag: str, items: list[str] | None) -> dict[str, Any]:
 
     :raise ZooConfigError: naming the item that is not ``key:value`` or whose value is not a Python expression
     """
-    from sb3_ablation.zoo.adapter import evaluate_command_line_value
-    from sb3_ablation.zoo.hyperparams import ZooConfigError
-
     parsed: dict[str, Any] = {}
     for item in items or []:
         key, separator, value = item.partition(":")
@@ -119,8 +129,6 @@ def parse_key_values(flag: str, items: list[str] | None) -> dict[str, Any]:
 
 def check_budget(flag: str, value: int | None) -> None:
     """:raise ZooConfigError: a budget given as zero or below (rl_zoo3 would silently take its default instead)"""
-    from sb3_ablation.zoo.hyperparams import ZooConfigError
-
     if value is not None and value <= 0:
         raise ZooConfigError(f"{flag} {value}: expected a positive number of timesteps")
 
@@ -130,9 +138,6 @@ def check_device(device: str) -> None:
     :raise ZooConfigError: ``--device`` asks for a CUDA device that this machine does not have (SB3 would run on the
         CPU without a word), or is not a device at all
     """
-    from sb3_ablation.common.devices import device_problem
-    from sb3_ablation.zoo.hyperparams import ZooConfigError
-
     problem = device_problem(device)
     if problem is not None:
         raise ZooConfigError(problem)
@@ -140,8 +145,6 @@ def check_device(device: str) -> None:
 
 def check_installed(module: str, what: str, install: str) -> None:
     """:raise ZooConfigError: ``module`` cannot be imported; the message says what needs it and how to install it"""
-    from sb3_ablation.zoo.hyperparams import ZooConfigError
-
     try:
         importlib.import_module(module)
     except ImportError:
@@ -150,9 +153,6 @@ def check_installed(module: str, what: str, install: str) -> None:
 
 def check_trained_agent(algo: str, path: str) -> None:
     """:raise ZooConfigError: ``path`` is not a model file that ``algo`` continues from (missing, or another algorithm)"""
-    from sb3_ablation.common.saved_models import IncompatibleModelError
-    from sb3_ablation.zoo.hyperparams import ALGOS, OWN_ALGOS, ZooConfigError
-
     if not (path.endswith(".zip") and Path(path).is_file()):
         raise ZooConfigError(f"--trained-agent {path}: expected an existing .zip file")
     if algo in OWN_ALGOS:
@@ -169,8 +169,6 @@ def check_trained_agent(algo: str, path: str) -> None:
 
 def _check(args: argparse.Namespace) -> None:
     """Check what rl_zoo3 would only fail on with a traceback (or not at all) before anything runs or is written."""
-    from sb3_ablation.zoo.hyperparams import ZooConfigError, check_action_space, check_algo, check_env_id
-
     for module in args.gym_packages:
         importlib.import_module(module)
     check_algo(args.algo)
@@ -219,8 +217,6 @@ def _optimization_defaults(args: argparse.Namespace) -> None:
 
 def _zoo_arguments(args: argparse.Namespace) -> argparse.Namespace:
     """The namespace rl_zoo3's parser would have made of the same command line (what the run and args.yml get)."""
-    from sb3_ablation.zoo.adapter import zoo_argument_names
-
     zoo = argparse.Namespace(**{name: getattr(args, name) for name in zoo_argument_names("train")})
     for name, flag in (
         ("hyperparams", "--hyperparams"),
@@ -248,8 +244,6 @@ def budget_warnings(
     :return: one line each: a budget at or below ``learning_starts`` (nothing is trained), an ``--eval-freq`` beyond
         the budget (no evaluation)
     """
-    from sb3_ablation.zoo.adapter import zoo_algorithm_class
-
     found: list[str] = []
     n_envs = int(hyperparams.get("n_envs", 1))
     algo_class = zoo_algorithm_class(algo)
@@ -273,8 +267,6 @@ def budget_warnings(
 
 
 def _train_manager_class(trial_seeds: int = 1, trial_aggregate: str = "mean") -> type:
-    from sb3_ablation.zoo.experiment import AblationExperimentManager
-
     class TrainExperimentManager(AblationExperimentManager):
         """``train``'s experiment manager: says (on stderr, once set up) when the run would not train or evaluate."""
 
@@ -312,8 +304,6 @@ def run_command(prog: str, body: Callable[[], int]) -> int:
     :param body: the command; returns its exit status
     :return: the exit status
     """
-    from sb3_ablation.zoo.hyperparams import ZooConfigError
-
     try:
         return body()
     except ZooConfigError as error:
@@ -333,12 +323,6 @@ def main(argv: list[str] | None = None, search_space: dict[str, dict[str, Any]] 
     argv = sys.argv[1:] if argv is None else list(argv)
 
     def body() -> int:
-        from sb3_ablation import SWITCHES
-        from sb3_ablation.zoo.adapter import run_train
-        from sb3_ablation.zoo.export import export_best
-        from sb3_ablation.zoo.hyperparams import ZooConfigError
-        from sb3_ablation.zoo.registry import register
-
         register()  # before the parser: rl_zoo3's lists our algorithms
         args = train_parser().parse_args(argv)
         register(SWITCHES if args.tune_switches == [] else tuple(args.tune_switches or ()), search_space)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rliable import library as rly
+from scipy import stats
 
 if TYPE_CHECKING:
     pass
@@ -121,8 +122,6 @@ def paired_difference(differences: np.ndarray, min_runs: int = MIN_RUNS) -> tupl
     :param min_runs: fewer pairs than this get no interval
     :return: ``(mean, (low, high))``, the interval ``None`` with fewer than ``min_runs`` pairs
     """
-    from scipy import stats
-
     n = len(differences)
     if n == 0:
         return math.nan, None

@@ -11,10 +11,15 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import yaml
 
+from sb3_ablation.common.devices import device_problem
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, PlanError, check_plan_envs
 from sb3_ablation.study.plan.records import RunTask
+from sb3_ablation.study.plan.tuning import TuningError, TuningPlan
 from sb3_ablation.study.plan.variants import Variant, resolve_variants
+from sb3_ablation.switches import SWITCHES
 
 BACKENDS = ("local", "ray")
 #: process: each run in its own process; batched: the runs of one (env, variant) in one process (BatchedTD3)
@@ -135,8 +140,6 @@ class StudyConfig:
             raise StudyError(f"env_hyperparams names envs that are not in the study: {', '.join(unknown)}")
         if self.backend == "local":  # (a Ray cluster's machines may have devices that this one has not)
             check_device(self.device)
-        from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, PlanError, check_plan_envs
-
         try:
             plan = AnalysisPlan.from_dict(self.analysis)
             check_plan_envs(plan, self.envs)
@@ -147,8 +150,6 @@ class StudyConfig:
 
     def _check_tuning(self, looks: tuple[int, ...]) -> None:
         """Validate ``tuning`` (normalised as its plan's dict) and ``variant_hyperparams``."""
-        from sb3_ablation.study.plan.tuning import TuningError, TuningPlan
-
         if self.tuning:
             try:
                 tuning = TuningPlan.from_dict(self.tuning)
@@ -214,8 +215,6 @@ def check_device(device: str) -> None:
     :raise StudyError: not a PyTorch device, or a CUDA device this machine does not have (SB3 would run on the CPU
         without a word, and the study would record the device it did not use)
     """
-    from sb3_ablation.common.devices import device_problem
-
     problem = device_problem(device)
     if problem is not None:
         raise StudyError(problem)
@@ -308,8 +307,6 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     if data and all(isinstance(value, dict) for value in data.values()) and not set(map(str, data)) & known:
         # a zoo file: {env_id: hyperparameters}; "default" applies to every env, as in the zoo; the switches are
         # left out (the variants set them)
-        from sb3_ablation import SWITCHES
-
         entries = {str(env): {k: v for k, v in entry.items() if k not in SWITCHES} for env, entry in data.items()}
         default = entries.pop("default", {})
         if not entries:
@@ -343,8 +340,6 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
 
 def check_envs(envs: list[str]) -> None:
     """Fail early, with one line, on an env id Gymnasium does not know (``module:EnvId`` imports the module first)."""
-    import gymnasium as gym
-
     for env_id in envs:
         module, _, name = env_id.rpartition(":")
         try:
@@ -357,8 +352,7 @@ def check_envs(envs: list[str]) -> None:
 
 def resolve_hyperparams(config: StudyConfig, variants: list[Variant]) -> ResolvedHyperparams:
     """``{env_id: {algo: zoo hyperparameters with the study's overrides}}`` for every env and algorithm of the study."""
-    from sb3_ablation import SWITCHES
-    from sb3_ablation.zoo.hyperparams import load_hyperparams
+    from sb3_ablation.zoo.hyperparams import load_hyperparams  # rl_zoo3: heavy, not for `study --help`
 
     for env_id in config.envs:
         switch_keys = sorted(set(config.overrides_for(env_id)) & set(SWITCHES))

@@ -1,6 +1,8 @@
 """The factorial section of a report: effects with verdicts and aliases, a half-normal plot, interaction plots of the
 strongest pairs, which components need each other in plain words, and the smallest sufficient set."""
 
+# matplotlib.pyplot is imported in the functions that draw: a heavy plotting import the section's text does not need.
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence

@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
 
 from sb3_ablation.common.io import write_json_atomic, write_text_atomic
@@ -265,8 +266,6 @@ def write_report(
     :param plan_changes: changes to the declared analysis plan (``alpha``, ``primary``, ``margins``, ...)
     :return: the report's path
     """
-    import matplotlib
-
     matplotlib.use("Agg")
     model, data = study_model(out, reps, seed, baseline, **plan_changes)
     if model_hook is not None:

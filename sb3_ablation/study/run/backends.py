@@ -5,6 +5,8 @@ which backend are independent choices."""
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
 import os
 import signal
 import threading
@@ -15,6 +17,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
+
+import torch as th
 
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.plan.config import BACKENDS, StudyError
@@ -36,8 +40,6 @@ def _watch_parent(parent_pid: int) -> None:
 
 
 def _init_worker(parent_pid: int) -> None:
-    import torch as th
-
     th.set_num_threads(1)
     # Ctrl-C goes to the whole process group: only the driver handles it (it stops the workers itself)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -59,8 +61,6 @@ def run_local(
     :param execute: what runs a task in a worker (a run; with the batched engine a group of runs)
     :param failed: the result of a task whose worker failed (``failed(task, error)``), handed to ``on_result``
     """
-    import multiprocessing
-
     context = multiprocessing.get_context("spawn")
     pending = deque(tasks)
     while pending:
@@ -108,11 +108,10 @@ def run_ray(
     ``workers`` CPUs. The same ``execute`` as the local backend; records come back
     to this driver, which writes them, so workers need no shared file system.
     """
-    try:
+    try:  # Ray is optional (the [ray] extra)
         import ray
     except ImportError:
         raise StudyError("the ray backend needs Ray: pip install 'sb3-ablation[ray]'") from None
-    import logging
 
     started_here = False
     if not ray.is_initialized():
@@ -145,7 +144,7 @@ def _check_local() -> None:
 
 
 def _check_ray() -> None:
-    try:
+    try:  # Ray is optional (the [ray] extra)
         import ray  # noqa: F401
     except ImportError:
         raise StudyError("--backend ray needs Ray, which is not installed: pip install 'sb3-ablation[ray]'") from None

@@ -25,11 +25,14 @@ import traceback
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
+import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.utils import set_random_seed
 
+from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.study.plan.records import RunTask, failed_record
 from sb3_ablation.study.run.checkpointing import add_checkpointer, try_resume
 from sb3_ablation.study.run.evaluation import OverestimationEvalCallback
@@ -39,9 +42,6 @@ from sb3_ablation.study.run.recording import finish_record, new_record
 from sb3_ablation.study.run.run_warnings import RunWarnings
 from sb3_ablation.study.store.checkpoints import MODEL_FILE, RunCheckpoints, save_final_model
 from sb3_ablation.study.store.runs import write_run
-
-if TYPE_CHECKING:
-    from sb3_ablation.batched import BatchedTD3
 
 ENGINE = "batched"
 
@@ -167,8 +167,6 @@ def execute_group(group: RunGroup) -> list[dict[str, Any]]:
     :param group: see :func:`make_groups` (each run a task of :func:`sb3_ablation.study.plan.config.make_tasks`)
     :return: the run records as written, in the group's order
     """
-    import torch as th
-
     th.set_num_threads(1)  # one thread per group: parallel groups on separate cores
     started = time.time()
     tasks = group.runs
@@ -243,9 +241,6 @@ class BuiltGroup:
 
 def _build_group(tasks: list[RunTask], checkpoints: RunCheckpoints | None, run_warnings: RunWarnings) -> BuiltGroup:
     """The batched model of the group, from its last checkpoint when there is one it can resume, else fresh."""
-    from stable_baselines3.common.utils import set_random_seed
-
-    from sb3_ablation.batched import BatchedTD3
 
     latest = checkpoints.latest() if checkpoints is not None else None
     for attempt in (latest, None) if latest is not None else (None,):

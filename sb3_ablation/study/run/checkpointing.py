@@ -27,7 +27,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 
 from sb3_ablation.study.plan.records import RunTask
 from sb3_ablation.study.run.run_warnings import RunWarnings
@@ -95,8 +97,6 @@ class EpisodeReplay:
     """
 
     def __init__(self, venv: Any):
-        from stable_baselines3.common.vec_env import DummyVecEnv
-
         self.base = venv.unwrapped
         if not isinstance(self.base, DummyVecEnv):
             raise TypeError(f"checkpoints need a DummyVecEnv (vec_env_class: dummy), not {type(self.base).__name__}")
@@ -149,8 +149,6 @@ def _same_obs(a: Any, b: Any) -> bool:
 
 def _vec_wrappers(venv: Any) -> list[Any]:
     """The VecEnv wrappers around the DummyVecEnv, outermost first."""
-    from stable_baselines3.common.vec_env import VecEnvWrapper
-
     wrappers = []
     while isinstance(venv, VecEnvWrapper):
         wrappers.append(venv)
@@ -159,8 +157,6 @@ def _vec_wrappers(venv: Any) -> list[Any]:
 
 
 def _rng_states(model: Any) -> dict[str, Any]:
-    import torch as th
-
     return {
         "python": random.getstate(),
         "numpy": np.random.get_state(),
@@ -171,8 +167,6 @@ def _rng_states(model: Any) -> dict[str, Any]:
 
 
 def _set_rng_states(model: Any, states: dict[str, Any]) -> None:
-    import torch as th
-
     random.setstate(states["python"])
     np.random.set_state(states["numpy"])
     th.set_rng_state(states["torch"])

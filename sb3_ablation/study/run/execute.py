@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.utils import set_random_seed
 
 from sb3_ablation.study.plan.records import RunTask
 from sb3_ablation.study.run.checkpointing import add_checkpointer, try_resume
@@ -65,8 +67,6 @@ def execute_run(task: RunTask) -> dict[str, Any]:
     :param task: see :func:`sb3_ablation.study.plan.config.make_tasks`
     :return: the run record as written (JSON-ready), also written to ``task.record`` when that is set
     """
-    import torch as th
-
     # one thread per run: parallel runs on separate cores instead of threads fighting over them
     th.set_num_threads(1)
     started = time.time()
@@ -101,8 +101,6 @@ def execute_run(task: RunTask) -> dict[str, Any]:
 
 def _build_run(task: RunTask, checkpoints: RunCheckpoints | None, run_warnings: RunWarnings) -> BuiltRun:
     """The run, from its last checkpoint when there is one it can resume, else fresh."""
-    from stable_baselines3.common.utils import set_random_seed
-
     latest = checkpoints.latest() if checkpoints is not None else None
     for attempt in (latest, None) if latest is not None else (None,):
         # as rl_zoo3's train does before building anything

@@ -3,6 +3,9 @@ The rl_zoo3 experiment of one run: ``sb3-ablation train``'s experiment manager, 
 study's evaluation envs and, for a run that takes checkpoints, training envs that note their episodes.
 """
 
+# sb3_ablation.zoo (rl_zoo3, heavy) is imported in the functions that build a run: the study's runner imports this
+# module before it checks the study's envs, whose one-line errors should not wait for rl_zoo3.
+
 from __future__ import annotations
 
 import argparse

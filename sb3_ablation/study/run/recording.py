@@ -5,8 +5,12 @@ from __future__ import annotations
 import platform
 from typing import Any
 
+import gymnasium
 import numpy as np
+import stable_baselines3
+import torch
 
+import sb3_ablation
 from sb3_ablation.study.plan.records import RunRecord, RunTask, timestamp
 from sb3_ablation.study.run.run_warnings import RunWarnings
 from sb3_ablation.study.store.runs import finite_or_none
@@ -14,12 +18,6 @@ from sb3_ablation.study.store.runs import finite_or_none
 
 def library_versions() -> dict[str, str]:
     """Versions of the libraries a run depends on, recorded with every run."""
-    import gymnasium
-    import stable_baselines3
-    import torch
-
-    import sb3_ablation
-
     return {
         "sb3_ablation": sb3_ablation.__version__,
         "stable_baselines3": stable_baselines3.__version__,

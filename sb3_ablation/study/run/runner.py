@@ -64,6 +64,7 @@ def check_before_writing(config: StudyConfig, variants: list[Variant], resolved:
 
     :raise StudyError: one line naming the problem
     """
+    # rl_zoo3 (heavy) is not imported with this module: `study` imports it before check_envs' one-line errors
     from sb3_ablation.zoo.hyperparams import ZooConfigError, check_action_space
 
     for env_id in config.envs:

@@ -22,6 +22,9 @@ Three phases, each resumable:
 Holding ``<out>``'s lock while tuning keeps a second invocation from continuing the same Optuna studies at once.
 """
 
+# Optuna and sb3_ablation.zoo (rl_zoo3, heavy) are imported in the functions that use them: `sb3-ablation study`
+# imports this module before it checks the study's envs, whose one-line errors should not wait for them.
+
 from __future__ import annotations
 
 import contextlib
