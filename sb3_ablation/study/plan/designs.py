@@ -366,26 +366,15 @@ def _columns(signs: np.ndarray, letters: str, words: Sequence[str]) -> np.ndarra
     return np.stack(columns, axis=1).astype(float) if columns else np.zeros((len(signs), 0))
 
 
-def model_matrix(
-    design: Design | Sequence[Mapping[str, bool]], words: Sequence[str], *legacy_words: Sequence[str]
-) -> np.ndarray:
+def model_matrix(design: Design, words: Sequence[str]) -> np.ndarray:
     """
     The ±1 product column of each word for each cell: ``(n_cells, n_words)``, + where the product of the factors'
     levels is + (level + = the component on).
 
-    :param design: the design (rows: its cells in standard order); the older form ``model_matrix(cells, factors,
-        words)`` takes any cells (e.g. cells outside a fraction) and the factors that letters name
+    :param design: the design (rows: its cells in standard order)
     :param words: effect words such as ``A``, ``AB``, ``ABC``
     """
-    if isinstance(design, Design):
-        if legacy_words:
-            raise TypeError("model_matrix(design, words) takes no third argument")
-        return _columns(design.signs.astype(float), design.letters, words)
-    if len(legacy_words) != 1:
-        raise TypeError("model_matrix takes (design, words) or (cells, factors, words)")
-    factors = list(words)
-    signs = np.array([[1.0 if cell[f] else -1.0 for f in factors] for cell in design]).reshape(len(design), len(factors))
-    return _columns(signs, LETTERS[: len(factors)], legacy_words[0])
+    return _columns(design.signs.astype(float), design.letters, words)
 
 
 def find_design(variant_switches: Mapping[str, Mapping[str, bool]]) -> tuple[Design, dict[str, str]] | None:
