@@ -208,6 +208,7 @@ class PairSummary:
         both costs more than the two removals apart (each covers for the other: substitutes); positive when it
         costs less (each needs the other to be of use: complements)
     :param means: the :func:`interaction_table` (rows a on/off, columns b on/off)
+    :param word: the interaction's effect word (e.g. ``AB``), the key of its comparison
     """
 
     a: str
@@ -217,6 +218,7 @@ class PairSummary:
     without_both: float
     interaction: float
     means: np.ndarray
+    word: str = ""
 
 
 def pair_summary(design: Design, values: np.ndarray | Sequence[Sequence[float]], a: str, b: str) -> PairSummary:
@@ -232,6 +234,7 @@ def pair_summary(design: Design, values: np.ndarray | Sequence[Sequence[float]],
         float(without_both),
         float((table[1, 1] - table[1, 0] - table[0, 1] + table[0, 0]) / 2),
         table,
+        "".join(sorted((design.letters[_factor(design, a)], design.letters[_factor(design, b)]))),
     )
 
 

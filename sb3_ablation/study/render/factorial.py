@@ -20,7 +20,6 @@ from sb3_ablation.study.analyse.model import EnvResult
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.analyse.results import StudyData
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
-from sb3_ablation.study.plan.designs import INTERACTION
 from sb3_ablation.study.plan.variants import canonical_name
 from sb3_ablation.study.render.figures import save_figure
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
@@ -67,7 +66,7 @@ def _pair_lines(result: FactorialResult) -> list[str]:
         need = (
             "need each other" if pair.interaction > 0 else "stand in for each other" if pair.interaction < 0 else "act apart"
         )
-        verdict = next(c.verdict for w, c in result.two.items() if result.name(w) == f"{a}{INTERACTION}{b}")
+        verdict = result.two[pair.word].verdict
         lines.append(
             f"- **{a} and {b}**: removing {a} alone {fmt(pair.without_a)}, {b} alone {fmt(pair.without_b)}, both "
             f"{fmt(pair.without_both)} (the sum of the two alone: {fmt(pair.without_a + pair.without_b)}); interaction "
