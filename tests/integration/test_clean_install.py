@@ -112,3 +112,12 @@ def test_study_and_report(clean_install):
     assert len(list((work / "study" / "runs").glob("Pendulum-v1/*/seed_3.json.gz"))) == 2
     run(clean_install, "report", "study", "--reps", "200")
     assert "no_clipped_double_q" in (work / "study" / "report.md").read_text()
+
+
+def test_multi_seed_tuning(clean_install):
+    _, work = clean_install
+    run(clean_install, "train", "--algo", "ablatable_td3", "--env", "Pendulum-v1", "-n", "300", "-f", "tune",
+        "-optimize", "--n-trials", "2", "--n-evaluations", "1", "--eval-episodes", "1", "--trial-seeds", "2",
+        "--trial-aggregate", "iqm", "--seed", "0", "--hyperparams", *TINY)  # fmt: skip
+    best = (work / "tune" / "ablatable_td3" / "best_Pendulum-v1.yml").read_text()
+    assert "iqm over seeds [0, 1]" in best.splitlines()[0]
