@@ -250,12 +250,7 @@ def _run_looks(config: StudyConfig) -> StudyResult:
         for group, envs in by_open.items():
             print(f"look {k + 1} of {len(plan.looks)} ({n} seeds): {', '.join(envs)}: {baseline} and {len(group)} open")
             block = replace(config, envs=envs, variants=[baseline, *group], seeds=SeedList(seeds[:n]))
-            result = run_study(block)
-            total.total += result.total
-            total.skipped += result.skipped
-            total.ok += result.ok
-            total.warned += result.warned
-            total.failed += result.failed
+            total.add(run_study(block))
         if total.failed:
             print("failed runs: the look cannot be analysed; rerun the same command to retry them", file=sys.stderr)
             return total

@@ -34,19 +34,18 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import random
 from collections.abc import Callable, Iterator, Sequence
 from pprint import pprint
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import optuna
-import torch as th
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import BatchedTD3
+from sb3_ablation.common.random_streams import process_random_state, set_process_random_state
 from sb3_ablation.zoo.adapter import zoo_algorithm_class
 
 if TYPE_CHECKING:
@@ -205,31 +204,14 @@ class BatchedSeedEvaluation(BaseCallback):
         return self.seed_aggregate.report_complete()
 
 
-RandomState = tuple[Any, Any, th.Tensor, list[th.Tensor]]
-
-
-def _random_state() -> RandomState:
-    cuda = th.cuda.get_rng_state_all() if th.cuda.is_available() else []
-    return random.getstate(), np.random.get_state(), th.get_rng_state(), cuda
-
-
-def _set_random_state(state: RandomState) -> None:
-    python, numpy, torch, cuda = state
-    random.setstate(python)
-    np.random.set_state(numpy)
-    th.set_rng_state(torch)
-    if cuda:
-        th.cuda.set_rng_state_all(cuda)
-
-
 @contextlib.contextmanager
-def own_random_streams(states: list[RandomState], index: int) -> Iterator[None]:
+def own_random_streams(states: list[dict[str, Any]], index: int) -> Iterator[None]:
     """Inside, the process's random number streams are ``states[index]``, which then holds where they ended."""
-    _set_random_state(states[index])
+    set_process_random_state(states[index])
     try:
         yield
     finally:
-        states[index] = _random_state()
+        states[index] = process_random_state()
 
 
 def _batched_model(algo: str, models: Sequence[BaseAlgorithm], kwargs: dict[str, Any]) -> tuple[Any, str]:
@@ -270,7 +252,7 @@ def multi_seed_objective(manager: ZooExperimentManager, trial: optuna.Trial, n_s
     reports = [SeedReports() for _ in seeds]
     seed_callbacks: list[list[BaseCallback]] = []
     eval_callbacks: list[Any] = []
-    states: list[RandomState] = []
+    states: list[dict[str, Any]] = []
     seed_aggregate = SeedAggregate(trial, reports, aggregate_name)
     try:
         for seed, report in zip(seeds, reports, strict=True):
@@ -281,7 +263,7 @@ def multi_seed_objective(manager: ZooExperimentManager, trial: optuna.Trial, n_s
             models.append(
                 algo_class(env=env, tensorboard_log=None, seed=seed, verbose=verbose, device=manager.device, **model_kwargs)
             )
-            states.append(_random_state())  # (the model's seed set the streams)
+            states.append(process_random_state())  # (the model's seed set the streams)
             eval_env = manager.create_envs(n_envs=manager.n_eval_envs, eval_env=True)
             envs.append(eval_env)
             path = None
@@ -326,7 +308,7 @@ def multi_seed_objective(manager: ZooExperimentManager, trial: optuna.Trial, n_s
 def _learn_in_turn(
     models: Sequence[BaseAlgorithm],
     seed_callbacks: Sequence[list[BaseCallback]],
-    states: list[RandomState],
+    states: list[dict[str, Any]],
     n_timesteps: int,
     eval_steps: int,
     seed_aggregate: SeedAggregate,

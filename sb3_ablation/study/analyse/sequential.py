@@ -222,7 +222,7 @@ def sequential_family(
         for name, ps in p_values.items()
     }
     equivalence = {name: float(p_equivalence.get(name, math.nan)) for name in padded}
-    # the family's hypotheses: (comparison, 0) "no difference"; (comparison, 1) "not equivalent", where testable
+    # the family's hypotheses: (comparison, 0) "no difference"; (comparison, 1) "not equivalent", with a margin
     unrejected = {(name, claim) for name in padded for claim in ((0, 1) if equivalence_claims else (0,))}
     decided: dict[str, tuple[str, int | None]] = {}
 

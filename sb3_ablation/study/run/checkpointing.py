@@ -18,7 +18,6 @@ with exactly the result of an uninterrupted one.
 from __future__ import annotations
 
 import copy
-import random
 import time
 import warnings
 from collections.abc import Callable
@@ -27,10 +26,10 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 
+from sb3_ablation.common.random_streams import process_random_state, set_process_random_state
 from sb3_ablation.study.plan.records import RunTask
 from sb3_ablation.study.run.run_warnings import RunWarnings
 from sb3_ablation.study.store.checkpoints import RunCheckpoints
@@ -157,21 +156,11 @@ def _vec_wrappers(venv: Any) -> list[Any]:
 
 
 def _rng_states(model: Any) -> dict[str, Any]:
-    return {
-        "python": random.getstate(),
-        "numpy": np.random.get_state(),
-        "torch": th.get_rng_state(),
-        "cuda": th.cuda.get_rng_state_all() if th.cuda.is_available() else None,
-        "action_space": copy.deepcopy(model.action_space.np_random.bit_generator.state),
-    }
+    return {**process_random_state(), "action_space": copy.deepcopy(model.action_space.np_random.bit_generator.state)}
 
 
 def _set_rng_states(model: Any, states: dict[str, Any]) -> None:
-    random.setstate(states["python"])
-    np.random.set_state(states["numpy"])
-    th.set_rng_state(states["torch"])
-    if states["cuda"] is not None and th.cuda.is_available():
-        th.cuda.set_rng_state_all(states["cuda"])
+    set_process_random_state(states)
     model.action_space.np_random.bit_generator.state = states["action_space"]
 
 

@@ -41,6 +41,14 @@ class StudyResult:
     #: runs of this invocation that raised warnings
     warned: int = 0
 
+    def add(self, other: StudyResult) -> None:
+        """Count another invocation's runs in this one (a study run in parts: blocks of seeds, or two arms)."""
+        self.total += other.total
+        self.skipped += other.skipped
+        self.ok += other.ok
+        self.warned += other.warned
+        self.failed += other.failed
+
     def summary(self) -> str:
         text = f"{plural(self.total, 'run')} in {self.out}: {self.skipped} already done, {self.ok} finished now"
         text += f"\nrun records: {Path(self.out) / RECORD_PATTERN}"

@@ -114,7 +114,7 @@ def train_arguments(
         "--trial-seeds", str(len(plan.seeds)), "--trial-aggregate", plan.aggregate, "--seed", str(plan.seeds[0]),
         "--sampler", plan.sampler, "--pruner", plan.pruner, "--n-evaluations", str(plan.n_evaluations),
         "--eval-episodes", str(plan.eval_episodes or config.eval_episodes),
-        "--storage", str(folder / "optuna.log"), "--study-name", OPTUNA_STUDY,
+        "--storage", str(storage_path(config.out, env, variant.name)), "--study-name", OPTUNA_STUDY,
         "-f", str(folder), "--no-optim-plots", "--verbose", "0", "--device", config.device,
     ]  # fmt: skip
     if plan.n_startup_trials is not None:
@@ -371,11 +371,7 @@ def run_tuned_study(config: StudyConfig, log: Callable[[str], Any] = print) -> S
     if tuned is not None:
         log(f"with each variant's own hyperparameters ({tuned.out}):")
         own = run_study(tuned, log)
-        result.total += own.total
-        result.skipped += own.skipped
-        result.ok += own.ok
-        result.warned += own.warned
-        result.failed += own.failed
+        result.add(own)
     result.failed += failed
     return result
 
