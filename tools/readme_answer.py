@@ -105,12 +105,19 @@ def factorial_lines(folder: str, env: str) -> list[str]:
     ]
     if keep:
         margin = section["margin"]
-        if keep["observed_drop"] is None:
+        observed = keep["observed_set"]
+        if keep["confirmed"] is None:
             check = "its cell is not one the design ran"
-        elif keep["observed_drop"] <= margin:
-            check = f"confirmed on the design's own cell: observed loss {keep['observed_drop']:,.1f}"
         else:
-            check = f"not confirmed on the design's own cell: observed loss {keep['observed_drop']:,.1f}"
+            check = (
+                f"{'confirmed' if keep['confirmed'] else 'not confirmed'} on the design's own cell: observed loss "
+                f"{keep['observed_drop']:,.1f}"
+            )
+        if observed is not None and not keep["confirmed"]:
+            check += (
+                f"; on the cells run, the fewest kept within the margin: **{', '.join(observed['keep']) or 'none'}**, "
+                f"observed loss {observed['observed_drop']:,.1f}"
+            )
         lines.append(
             f"- smallest set of components to keep within the margin of {margin:,.1f} (a description, not a test): "
             f"**{', '.join(keep['keep']) or 'none'}** (model-predicted loss {keep['predicted_drop']:,.1f}; {check})."

@@ -423,7 +423,10 @@ def test_a_factorial_study_gets_its_factorial_section_with_yates_effects_and_plo
     assert primary["main_effects"]["target_networks"]["verdict"] == "differs"
     assert primary["main_effects"]["target_networks"]["effect"] == pytest.approx(100.0)
     assert list(primary["interactions"]) == ["target_networks x clipped_double_q"] and section["design"]["generators"] == []
-    assert primary["smallest_sufficient_set"]["keep"] == ["target_networks"]
+    sufficient = primary["smallest_sufficient_set"]
+    assert sufficient["keep"] == ["target_networks"] and sufficient["confirmed"] is True
+    assert sufficient["observed_set"]["keep"] == ["target_networks"]
+    assert "within the margin (confirmed)" in text
     loo = tmp_path / "loo"
     write_study(loo, leave_one_out(), seeds=range(5))
     assert "factorial analysis" not in write_report(loo, reps=REPS).read_text()

@@ -245,14 +245,33 @@ def test_the_smallest_sufficient_set_of_a_known_truth(spec):
     if design.generators:
         # I = ABCDE: the cell A+ B- C+ D- E- has an odd number of removals, so the fraction never ran it
         assert not result.in_design and result.observed_mean is None and result.observed_drop is None
+        assert result.confirmed is None
+        # the fraction's own cells: keeping A, C and D (B and E removed: an even number) loses nothing
+        assert result.observed_keep == (SWITCHES[0], SWITCHES[2], SWITCHES[3])
+        assert result.observed_keep_drop == pytest.approx(0.0, abs=0.05)
     else:
         assert result.in_design and result.observed_mean == pytest.approx(99.0, abs=0.05)
-        assert result.observed_drop == pytest.approx(1.0, abs=0.05)
+        assert result.observed_drop == pytest.approx(1.0, abs=0.05) and result.confirmed is True
+        assert result.observed_keep == result.keep and result.observed_keep_switches == result.switches
     # a tight margin keeps everything that costs anything; a huge one keeps nothing
     assert smallest_sufficient_set(design, values, margin=0.5).keep == (SWITCHES[0], SWITCHES[2], SWITCHES[3])
     assert smallest_sufficient_set(design, values, margin=1000.0).keep == ()
     with pytest.raises(ValueError, match="expected a finite number >= 0"):
         smallest_sufficient_set(design, values, margin=-1.0)
+
+
+def test_a_model_choice_the_cells_refute_is_not_confirmed():
+    # a pure three-factor interaction (and a small main effect of A): the model of main effects and two-factor
+    # interactions predicts that removing everything costs 2, but the all-off cell loses 22
+    design = parse_design("factorial:" + ",".join(SWITCHES[:3]))
+    rng = np.random.default_rng(0)
+    truth = 100 + 10 * design.signs.prod(axis=1) + design.signs[:, 0]
+    values = truth[:, None] + rng.normal(0, 0.01, (len(design.cells), 3))
+    result = smallest_sufficient_set(design, values, margin=5.0)
+    assert result.keep == () and result.predicted_drop == pytest.approx(2.0, abs=0.05)
+    assert result.observed_drop == pytest.approx(22.0, abs=0.05) and result.confirmed is False
+    # the cells alone: keeping A only (B and C removed: the interaction's sign is +) loses nothing
+    assert result.observed_keep == (SWITCHES[0],) and result.observed_keep_drop == pytest.approx(0.0, abs=0.05)
 
 
 @pytest.mark.parametrize(

@@ -332,6 +332,11 @@ class SufficientSet:
     :param observed_drop: observed all-on mean minus ``observed_mean``, where both cells are in the design
     :param model_words: the words of the fitted model
     :param left_out_words: two-factor interactions aliased with a model word (see :func:`model_words`)
+    :param confirmed: whether ``observed_drop`` is within the margin too (``None``: the cell was not run)
+    :param observed_keep: the smallest set found on the design's own cells alone: the fewest factors kept in a cell
+        whose observed drop is within the margin (``None`` when the all-on cell was not run)
+    :param observed_keep_switches: that cell: all six switches
+    :param observed_keep_drop: that cell's observed drop
     """
 
     keep: tuple[str, ...]
@@ -344,6 +349,16 @@ class SufficientSet:
     observed_drop: float | None
     model_words: tuple[str, ...]
     left_out_words: tuple[str, ...]
+    confirmed: bool | None
+    observed_keep: tuple[str, ...] | None
+    observed_keep_switches: dict[str, bool] | None
+    observed_keep_drop: float | None
+
+
+def _within_margin(drop: float, margin: float, scale: float) -> bool:
+    """``drop <= margin``, with a tiny tolerance so that a drop equal to the margin counts as within it despite
+    rounding (``scale``: the all-on value the drop is taken from)."""
+    return drop <= margin + 1e-12 * max(1.0, abs(scale))
 
 
 def smallest_sufficient_set(
@@ -360,6 +375,10 @@ def smallest_sufficient_set(
     :func:`model_words`), for every cell of the full 2^k design, so the chosen cell need not be one the design ran.
     Among the sets of the smallest size within the margin, the one with the highest predicted return wins (then the
     first in ``SWITCHES`` order). The outcome is a return: higher is better.
+
+    The model's choice is then checked on the design's own cells: ``confirmed`` where its cell was run, and
+    ``observed_keep`` is the answer of the observed cell means alone (the fewest factors kept within the margin, ties
+    to the higher mean), so a model that misfits a cell cannot hide it.
 
     :param design: the design
     :param values: ``(n_cells, n_seeds)``, NaN for a missing run (that seed is dropped)
@@ -383,9 +402,9 @@ def smallest_sufficient_set(
         for keep in itertools.combinations(design.factors, size):
             cell = {**every_on, **{f: f in keep for f in design.factors}}
             prediction = fitted.predict(cell)
-            # a tiny tolerance: a drop equal to the margin counts as within it despite rounding
-            within = full_prediction - prediction <= margin + 1e-12 * max(1.0, abs(full_prediction))
-            if within and (best is None or prediction > best[0]):
+            if _within_margin(full_prediction - prediction, margin, full_prediction) and (
+                best is None or prediction > best[0]
+            ):
                 best = (prediction, keep, cell)
         if best is not None:
             break
@@ -395,7 +414,24 @@ def smallest_sufficient_set(
     observed = array[:, np.all(np.isfinite(array), axis=0)].mean(axis=1)
     row, full_row = design.index(cell), design.index(every_on)
     observed_mean = float(observed[row]) if row is not None else None
-    observed_drop = float(observed[full_row] - observed[row]) if row is not None and full_row is not None else None
+    observed_drop: float | None = None
+    confirmed: bool | None = None
+    observed_keep: tuple[str, ...] | None = None
+    observed_cell: dict[str, bool] | None = None
+    observed_keep_drop: float | None = None
+    if full_row is not None:
+        drops = [float(observed[full_row] - mean) for mean in observed]
+        if row is not None:
+            observed_drop = drops[row]
+            confirmed = _within_margin(observed_drop, margin, float(observed[full_row]))
+        # the design's own answer: the fewest factors kept within the margin, ties to the higher observed mean
+        _, _, best_row = min(
+            (sum(run[f] for f in design.factors), drop, index)
+            for index, (run, drop) in enumerate(zip(design.cells, drops, strict=True))
+            if _within_margin(drop, margin, float(observed[full_row]))
+        )
+        observed_cell, observed_keep_drop = design.cells[best_row], drops[best_row]
+        observed_keep = tuple(f for f in design.factors if observed_cell[f])
     return SufficientSet(
         tuple(keep),
         tuple(f for f in design.factors if f not in keep),
@@ -407,4 +443,8 @@ def smallest_sufficient_set(
         observed_drop,
         tuple(words),
         tuple(left_out),
+        confirmed,
+        observed_keep,
+        observed_cell,
+        observed_keep_drop,
     )

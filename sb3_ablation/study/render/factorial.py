@@ -82,17 +82,25 @@ def _sufficient_line(result: FactorialResult) -> list[str]:
     if s is None:
         return ["No set of components is sufficient within the margin (or the outcome has no margin).", ""]
     keep = ", ".join(s.keep) or "none"
-    check = (
-        f"observed in the design's own cell {canonical_name(s.switches)}: full TD3 minus it {fmt(s.observed_drop)}"
-        if s.observed_drop is not None
-        else f"the cell {canonical_name(s.switches)} is not in this fraction: a model prediction only"
-    )
-    return [
+    if s.observed_drop is None:
+        check = f"the cell {canonical_name(s.switches)} is not in this fraction: a model prediction only"
+    else:
+        check = (
+            f"observed in the design's own cell {canonical_name(s.switches)}: full TD3 minus it {fmt(s.observed_drop)}, "
+            + ("within the margin (confirmed)" if s.confirmed else "beyond the margin (not confirmed)")
+        )
+    lines = [
         f"Smallest set of components to keep (removing all the others lowers the return by at most the margin "
         f"±{fmt(result.margin)}, by the model of main effects and two-factor interactions): **{keep}**; predicted "
-        f"drop {fmt(s.predicted_drop)}, {check}. A description of these runs, not a test.",
-        "",
+        f"drop {fmt(s.predicted_drop)}, {check}. A description of these runs, not a test."
     ]
+    if s.observed_keep_switches is not None and not s.confirmed:
+        lines[0] += (
+            f" The design's own cells alone: the fewest components kept within the margin is "
+            f"**{', '.join(s.observed_keep or ()) or 'none'}** (cell {canonical_name(s.observed_keep_switches)}, "
+            f"full TD3 minus it {fmt(s.observed_keep_drop)})."
+        )
+    return [*lines, ""]
 
 
 def plot_half_normal(result: FactorialResult, title: str, path: Path) -> None:
@@ -160,6 +168,14 @@ def _result_json(result: FactorialResult) -> dict[str, Any]:
             "predicted_drop": sufficient.predicted_drop,
             "observed_drop": sufficient.observed_drop,
             "cell": canonical_name(sufficient.switches),
+            "confirmed": sufficient.confirmed,
+            "observed_set": None
+            if sufficient.observed_keep_switches is None
+            else {
+                "keep": list(sufficient.observed_keep or ()),
+                "observed_drop": sufficient.observed_keep_drop,
+                "cell": canonical_name(sufficient.observed_keep_switches),
+            },
         },
     }
 
