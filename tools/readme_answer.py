@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+from sb3_ablation.study.plan.designs import roman
+
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"
 START, END = "<!-- answer:start -->", "<!-- answer:end -->"
@@ -80,24 +82,27 @@ def factorial_lines(folder: str, env: str) -> list[str]:
         declared = "plan declared before the first run"
     seeds, relation = len(section["seeds"]), factorial["design"]["defining_relation"]
     cells = 2 ** len(factorial["design"]["factors"]) // 2 ** len(relation)
+    title, details = f"All 2^6 = {cells} combinations on {env}", []
     if relation:
         resolution = factorial["resolution"]
-        roman = {3: "III", 4: "IV", 5: "V", 6: "VI"}.get(resolution, str(resolution))
-        design = (
-            f"**The {cells}-cell fraction on {env}** (I = {' = '.join(relation)}, resolution {roman}: each main effect "
-            f"is aliased with interactions of {resolution - 1} or more factors, each two-factor interaction with ones of "
-            f"{resolution - 2} or more, and the estimates below include them"
+        title = f"The {cells}-cell fraction on {env}"
+        details.append(
+            f"I = {' = '.join(relation)}, resolution {roman(resolution)}: each main effect is aliased with interactions "
+            f"of {resolution - 1} or more factors, each two-factor interaction with ones of {resolution - 2} or more, "
+            "and the estimates below include them"
         )
-    else:
-        design = f"**All 2^6 = {cells} combinations on {env}** ("
+    details += [
+        f"{seeds} seeds per cell, {cells * seeds} runs of {steps // 1000}k steps",
+        "effects on the Yates scale, a component's mean with it on minus with it removed over every combination of the others",
+        "Wilcoxon on the per-seed effects, one family-wise alpha = 0.05 per family",
+        declared,
+    ]
     main = [f"{name} {cell(e)}" for name, e in section["main_effects"].items()]
     interactions = [f"{name} {cell(e)}" for name, e in section["interactions"].items() if e["verdict"] != "unresolved"]
     keep = section["smallest_sufficient_set"]
     lines = [
         "",
-        f"{design}{'; ' if relation else ''}{seeds} seeds per cell, {cells * seeds} runs of {steps // 1000}k steps; "
-        "effects on the Yates scale, a component's mean with it on minus with it removed over every combination of "
-        f"the others; Wilcoxon on the per-seed effects, one family-wise alpha = 0.05 per family; {declared}):",
+        f"**{title}** ({'; '.join(details)}):",
         "",
         "- main effects: " + "; ".join(main) + ".",
         "- two-factor interactions with a verdict: " + ("; ".join(interactions) or "none") + " (the other "
