@@ -1,7 +1,9 @@
 """The report's figures: a colour-blind-safe style per variant that keeps up to 64 variants apart, TD3 always alike, no
-performance profile hidden behind another, and captions that say n and claim no interval without enough runs."""
+performance profile hidden behind another, captions that say n and claim no interval without enough runs, legends
+outside the curves, titles that fit the figure, and indexed PNGs that are the same bytes for the same figure."""
 
 import itertools
+from unittest import mock
 
 import matplotlib
 
@@ -10,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from PIL import Image
 from matplotlib.colors import to_hex
 
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
@@ -17,11 +20,16 @@ from sb3_ablation.study.plan.variants import expand_preset
 from sb3_ablation.study.render.figures import (
     OKABE_ITO,
     TD3_STYLE,
+    CurveEstimate,
+    Panel,
     curve_band,
     draw_performance_profiles,
     iqm_caption,
     palette,
+    plot_curve_panels,
     profile_band,
+    save_figure,
+    wrapped_title,
 )
 
 FACTORIAL = expand_preset("factorial")
@@ -106,3 +114,40 @@ def test_the_band_captions_say_n_and_claim_no_band_with_too_few_runs():
     assert profile_band(2_000, [10, 10]) == "95% stratified-bootstrap bands, 2,000 resamples"
     assert curve_band(2_000, [10, 10]).startswith("IQM over runs, 95% stratified-bootstrap band (2,000 resamples)")
     assert curve_band(2_000, [10, 3]).endswith("; n = 3-10 runs per variant")
+
+
+def _line_figure():
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0, 1, 2], [0.0, 1.0, 0.5], color=OKABE_ITO[0])
+    ax.fill_between([0, 1, 2], [-0.5, 0.5, 0.0], [0.5, 1.5, 1.0], color=OKABE_ITO[1], alpha=0.3)
+    return fig
+
+
+def test_a_saved_figure_is_an_indexed_png_and_the_same_figure_gives_the_same_bytes(tmp_path):
+    save_figure(_line_figure(), tmp_path / "a.png")
+    save_figure(_line_figure(), tmp_path / "b.png")
+    with Image.open(tmp_path / "a.png") as image:
+        assert image.mode == "P" and len(image.getcolors(256) or []) <= 256
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+
+
+def test_a_long_title_is_wrapped_to_the_figure_width():
+    title = "Pendulum-v1: learning curves (IQM over runs, 95% stratified-bootstrap band (2,000 resamples) where ..."
+    lines = wrapped_title(title, 6.5).splitlines()
+    assert len(lines) == 2 and max(map(len, lines)) <= 71
+    assert wrapped_title("Hopper-v5: value overestimation", 19.5) == "Hopper-v5: value overestimation"
+
+
+def test_the_curves_legend_lies_below_the_panels_not_inside_one(tmp_path):
+    steps = np.arange(5.0)
+    names = [f"variant_{i}_with_a_long_factorial_name" for i in range(12)]
+    curves = {name: CurveEstimate(steps, steps * i, None, np.vstack([steps * i] * 3)) for i, name in enumerate(names)}
+    with mock.patch("sb3_ablation.study.render.figures.save_figure") as save:
+        plot_curve_panels("t", [Panel("return", "y", curves)], palette(names), tmp_path / "c.png")
+    fig = save.call_args.args[0]
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    (legend,) = fig.legends
+    assert [text.get_text() for text in legend.get_texts()] == [f"{name} (n=3)" for name in names]
+    renderer = fig.canvas.get_renderer()
+    assert legend.get_window_extent(renderer).y1 <= fig.axes[0].get_tightbbox(renderer).y0
+    plt.close(fig)

@@ -21,7 +21,7 @@ from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.analyse.results import StudyData
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.variants import canonical_name
-from sb3_ablation.study.render.figures import save_figure
+from sb3_ablation.study.render.figures import OKABE_ITO, save_figure
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.json import comparison_json
 from sb3_ablation.study.render.tables import verdict_cell
@@ -130,11 +130,11 @@ def plot_interactions(result: FactorialResult, ylabel: str, title: str, path: Pa
     fig, axes = plt.subplots(1, max(len(pairs), 1), figsize=(4.2 * max(len(pairs), 1), 3.4), squeeze=False)
     for ax, pair in zip(axes.flat, pairs, strict=False):
         a, b = pair.a, pair.b
-        for level_b, style in ((0, "-o"), (1, "--s")):
-            ax.plot(
-                [0, 1], [pair.means[0][level_b], pair.means[1][level_b]], style, label=f"{b} {'on' if level_b == 0 else 'off'}"
-            )
-        ax.set_xticks([0, 1], [f"{a}\non", "off"])
+        for level_b, style, color in ((0, "-o", OKABE_ITO[0]), (1, "--s", OKABE_ITO[1])):
+            label = f"{b} {'on' if level_b == 0 else 'off'}"
+            ax.plot([0, 1], [pair.means[0][level_b], pair.means[1][level_b]], style, color=color, label=label)
+        ax.set_xticks([0, 1], ["on", "off"])
+        ax.set_xlabel(a)
         ax.set_ylabel(ylabel)
         ax.legend(fontsize=7)
     fig.suptitle(f"{title} ({len(result.seeds)} seeds)", fontsize=9)

@@ -15,6 +15,7 @@ other points, so none hides another. The captions say how many runs a band or br
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,12 +155,29 @@ def profile_band(reps: int, counts: Sequence[int]) -> str:
 
 
 def save_figure(fig, path: Path) -> None:
-    """Write a figure atomically and close it."""
-    import matplotlib.pyplot as plt
+    """
+    Write a figure atomically and close it, as a PNG of at most 256 colours: a report's plots need no more, and the
+    committed studies' figures take a third of the space (an overestimation figure 520 KB -> 170 KB, alike to the eye).
+    """
+    import io
 
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
+    buffer.seek(0)
+    with Image.open(buffer) as image:
+        # no dithering: flat colours and antialiased lines stay flat, and the same figure gives the same bytes
+        indexed = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    with atomic_path(path) as tmp:
+        indexed.save(tmp, format="png", optimize=True)
+
+
+def wrapped_title(title: str, width_inches: float) -> str:
+    """A figure title broken into lines that fit ``width_inches`` (at the default title size, ~11 characters an inch)."""
+    return textwrap.fill(title, width=max(40, int(11 * width_inches)))
 
 
 @dataclass
@@ -236,9 +254,20 @@ def plot_curve_panels(suptitle: str, panels: list[Panel], styles: dict[str, Vari
         ax.grid(alpha=0.3)
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
-    axes.flat[0].legend(fontsize="small", loc="best", title="variant (runs)", title_fontsize="small")
-    fig.suptitle(suptitle)
+    fig.suptitle(wrapped_title(suptitle, 6.5 * columns))
     fig.tight_layout()
+    # below the panels, not inside one: a factorial's names are long and its curves fill every corner of a panel
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(
+        handles,
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncols=max(1, min(columns, len(labels) // 4)),
+        fontsize="small",
+        title="variant (runs)",
+        title_fontsize="small",
+    )
     save_figure(fig, path)
 
 
@@ -361,6 +390,6 @@ def plot_intervals(
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(rows, variants)
     axes[0].set_ylabel("variant")
-    fig.suptitle(title)
+    fig.suptitle(wrapped_title(title, 10))
     fig.tight_layout()
     save_figure(fig, path)
