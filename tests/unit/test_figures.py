@@ -12,8 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from PIL import Image
 from matplotlib.colors import to_hex
+from PIL import Image
 
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.plan.variants import expand_preset
