@@ -67,7 +67,7 @@ def leave_one_out_table() -> list[str]:
 
 
 def factorial_lines(folder: str, env: str) -> list[str]:
-    """A factorial design's effects: the full 2^6, or a regular fraction with its alias structure named."""
+    """A factorial design's effects: the full 2^k, or a regular fraction with its alias structure named."""
     if not (STUDIES / folder / "report.json").exists():
         return []
     factorial = report(folder)["sections"][f"{env}: factorial analysis"]
@@ -81,8 +81,9 @@ def factorial_lines(folder: str, env: str) -> list[str]:
     else:
         declared = "plan declared before the first run"
     seeds, relation = len(section["seeds"]), factorial["design"]["defining_relation"]
-    cells = 2 ** len(factorial["design"]["factors"]) // 2 ** len(relation)
-    title, details = f"All 2^6 = {cells} combinations on {env}", []
+    factors = len(factorial["design"]["factors"])
+    cells = 2**factors // 2 ** len(relation)
+    title, details = f"All 2^{factors} = {cells} combinations on {env}", []
     if relation:
         resolution = factorial["resolution"]
         title = f"The {cells}-cell fraction on {env}"
