@@ -8,15 +8,21 @@ from typing import Any, ClassVar, TypeVar, cast
 
 import gymnasium as gym
 import numpy as np
+import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.noise import ActionNoise, VectorizedActionNoise
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import MaybeCallback, ReplayBufferSamples, TrainFrequencyUnit
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+from torch.nn import functional as F
 
 from sb3_ablation.batched.policies import BatchedTD3Policy
+from sb3_ablation.batched.streams import AgentStream, agent_normal
 from sb3_ablation.common.training_stats import TrainingStats
+from sb3_ablation.common.utils import foreach_polyak_update
 from sb3_ablation.td3.ablatable_td3 import AblatableTD3
+from sb3_ablation.td3.policies import GaussianActor
 
 SelfBatchedTD3 = TypeVar("SelfBatchedTD3", bound="BatchedTD3")
 
@@ -28,9 +34,20 @@ class AgentReplayBuffer(ReplayBuffer):
     a buffer of ``buffer_size // K`` transitions, as a single-env buffer of that size.
     """
 
-    def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
+    def sample(
+        self,
+        batch_size: int,
+        env: VecNormalize | None = None,
+        generators: Sequence[np.random.RandomState] | None = None,
+    ) -> ReplayBufferSamples:
+        """
+        :param generators: agent k's indices are drawn from ``generators[k]`` as a single-env buffer draws them from
+            NumPy's global stream (without: every agent's from the global stream, agent after agent)
+        """
         upper_bound = self.buffer_size if self.full else self.pos
-        batch_inds = np.random.randint(0, upper_bound, size=(self.n_envs, batch_size))
+        if generators is None:
+            generators = [cast(np.random.RandomState, np.random)] * self.n_envs
+        batch_inds = np.stack([generator.randint(0, upper_bound, size=batch_size) for generator in generators])
         agents = np.arange(self.n_envs)[:, None]
 
         def gather(array: np.ndarray) -> np.ndarray:
@@ -46,6 +63,11 @@ class AgentReplayBuffer(ReplayBuffer):
         )
         # (flat observations: SB3's normalization returns arrays here, not dicts)
         return ReplayBufferSamples(*(self.to_torch(cast(np.ndarray, array)) for array in data))
+
+
+def _agent_mse(q_values: th.Tensor, targets: th.Tensor) -> th.Tensor:
+    """Each agent's mean squared error over its own batch: ``(K, batch, 1)`` inputs, ``(K,)`` losses."""
+    return F.mse_loss(q_values, targets, reduction="none").mean(dim=(1, 2))
 
 
 def _identity(env: gym.Env) -> gym.Env:
@@ -87,8 +109,12 @@ class BatchedTD3(AblatableTD3):
     K independent :class:`AblatableTD3` agents, one per env of a K-env ``VecEnv``, trained together in one process: the
     same algorithm (``AblatableTD3.train``, every switch) on networks that hold the K agents' weights stacked, so each
     step of all agents is one batched product per layer instead of K small ones (at small network sizes a step is
-    mostly per-call overhead). Agent k has its own weights, Adam moments, replay column, env and action noise; agents
-    share only the process's random number streams, so agent k is statistically, not bitwise, a separate run.
+    mostly per-call overhead). Agent k has its own weights, Adam moments, replay column, env, action noise and random
+    number streams (:attr:`agent_streams`: its replay sampling, exploration noise, warm-up actions, target policy
+    smoothing and Gaussian actor samples), and its losses are its own: nothing an agent computes depends on the others,
+    so an agent's record and weights are bit-identical alone and in a group of any size (on one device and thread
+    count). Agent k's streams start from its seed (``AgentSeededVecEnv``'s, else ``seed + k``) as a single run's do
+    before it builds its networks, or from given states (:meth:`from_agents`).
 
     Step counts. SB3 counts a ``VecEnv`` step as K timesteps (one per env) and stores K transitions; so that each
     agent follows the single-run schedule, the counts given per agent are converted to SB3's in three places:
@@ -96,8 +122,8 @@ class BatchedTD3(AblatableTD3):
     env steps); the constructor multiplies ``learning_starts`` and ``buffer_size`` by K (the attributes hold SB3's
     counts); ``train`` with ``gradient_steps=-1`` does one gradient step per ``VecEnv`` step, where SB3 asks for K.
     ``num_timesteps`` stays SB3's count of all agents' steps (callbacks that count per agent divide by ``n_agents``;
-    :attr:`agent_timesteps` is the count per agent). The loss of a gradient step is the sum of the agents' mean losses
-    (:attr:`loss_scale`), so each agent's gradient is that of its own mean loss.
+    :attr:`agent_timesteps` is the count per agent). The loss of a gradient step is the sum of the agents' own mean
+    losses, so each agent's gradient is exactly that of its own loss.
 
     Takes every argument of :class:`AblatableTD3`; refuses (one line each) what has no per-agent form here: speed
     mode, ``VecNormalize`` (its statistics would be pooled over agents), non-flat observations, n-step or custom replay
@@ -130,6 +156,8 @@ class BatchedTD3(AblatableTD3):
         if self.switches["replay_buffer"]:
             self.buffer_size *= self.n_agents  # (without a buffer, one transition per agent: set by the switch)
         self.agent_diagnostics: list[dict[str, float]] = [{} for _ in range(self.n_agents)]
+        #: agent k's random number streams (set by ``_setup_model``; a loaded model's are the saved ones)
+        self.agent_streams: list[AgentStream] = []
         if init_setup_model:
             self._setup_model()
 
@@ -162,20 +190,124 @@ class BatchedTD3(AblatableTD3):
         """Environment steps of each agent so far."""
         return self.num_timesteps // self.n_agents
 
-    @property
-    def loss_scale(self) -> int:
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        if not self.agent_streams:  # (a loaded model has the saved streams already)
+            self.agent_streams = [AgentStream.from_seed(seed, self.action_space, self.device) for seed in self.agent_seeds()]
+
+    def agent_seeds(self) -> list[int]:
+        """Agent k's seed: its env's (``AgentSeededVecEnv``), else ``seed + k`` (seeds drawn from NumPy without a seed)."""
+        env = self.env
+        if isinstance(env, AgentSeededVecEnv) and self.seed is not None:
+            return [agent_seed + self.seed - env.agent_seeds[0] for agent_seed in env.agent_seeds]
+        if self.seed is None:
+            return [int(seed) for seed in np.random.randint(0, 2**31 - 1, size=self.n_agents)]
+        return [self.seed + agent for agent in range(self.n_agents)]
+
+    def _sample_action(
+        self, learning_starts: int, action_noise: ActionNoise | None = None, n_envs: int = 1
+    ) -> tuple[np.ndarray, np.ndarray]:
         """
-        ``n_agents``: a loss is the mean over the agents and their batches; times K it is the sum of the agents' mean
-        losses, so that each agent's gradient is that of its own loss (Adam's epsilon makes the scale matter).
+        SB3's ``_sample_action`` with each agent's draws from its own streams: warm-up actions from its action space,
+        the Gaussian actor's sample from its generator, the exploration noise from its NumPy stream.
         """
-        return self.n_agents
+        policy = self.policy
+        action_space = cast(spaces.Box, self.action_space)
+        if self.num_timesteps < learning_starts:
+            unscaled_action = np.array([stream.action_space.sample() for stream in self.agent_streams])
+        else:
+            policy.set_training_mode(False)
+            with th.no_grad():
+                observations = th.as_tensor(self._last_obs, device=self.device)
+                actions = self._actor_actions(observations).cpu().numpy().reshape((-1, *action_space.shape))
+            unscaled_action = policy.unscale_action(actions) if policy.squash_output else actions
+            if not policy.squash_output:
+                unscaled_action = np.clip(unscaled_action, action_space.low, action_space.high)
+        scaled_action = policy.scale_action(unscaled_action)
+        if action_noise is not None:
+            noises = action_noise.noises if isinstance(action_noise, VectorizedActionNoise) else [action_noise]
+            draws = [stream.action_noise(noise) for stream, noise in zip(self.agent_streams, noises, strict=True)]
+            scaled_action = np.clip(scaled_action + np.stack(draws), -1, 1)
+        return policy.unscale_action(scaled_action), scaled_action
+
+    def _actor_actions(self, observations: th.Tensor, actor: th.nn.Module | None = None) -> th.Tensor:
+        """
+        The actions of ``actor`` (the online actor by default) on observations with the agents first, as its
+        ``forward`` gives them: a deterministic actor's, or a sample of the Gaussian actor (:meth:`_gaussian_sample`).
+        """
+        actor = self.actor if actor is None else actor
+        if self.deterministic_policy:
+            return actor(observations)
+        return self._gaussian_sample(observations, actor)[0]
+
+    def _gaussian_sample(self, observations: th.Tensor, actor: th.nn.Module | None = None) -> tuple[th.Tensor, th.Tensor]:
+        """
+        A reparameterized sample of the Gaussian ``actor`` (the online one by default) and its log-std: SB3's squashed
+        Gaussian arithmetic, ``tanh(mean + eps * std)``, agent k's ``eps`` drawn from its generator.
+        """
+        gaussian_actor = cast(GaussianActor, self.actor if actor is None else actor)  # deterministic_actor=False
+        mean_actions, log_std = gaussian_actor.get_action_dist_params(observations)
+        action_std = th.ones_like(mean_actions) * log_std.exp()
+        eps = agent_normal(mean_actions, self.agent_streams)
+        return th.tanh(mean_actions + eps * action_std), log_std
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
-        """``AblatableTD3.train``, with ``gradient_steps=-1`` meaning one gradient step per step of each agent."""
+        """
+        ``AblatableTD3.train`` for the K agents at once, ``gradient_steps=-1`` meaning one gradient step per step of
+        each agent: the same arithmetic per agent, each agent's random draws from its own streams, each agent's loss
+        the mean over its own batch (a step minimises their sum, whose gradient for an agent's weights is its own
+        loss's).
+        """
         if self.gradient_steps < 0:
             # SB3 asks for one step per transition collected: K per VecEnv step, but one per agent step is meant
             gradient_steps = max(gradient_steps // self.n_agents, 1)
-        super().train(gradient_steps, batch_size)
+        self.policy.set_training_mode(True)
+        self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
+        if self.target_networks:
+            assert self.actor_target is not None and self.critic_target is not None  # built with target_networks
+            next_actor, next_critic = self.actor_target, self.critic_target
+        else:
+            next_actor, next_critic = self.actor, self.critic
+        policy_delay = self.policy_delay if self.delayed_policy_update else 1
+        generators = [stream.numpy for stream in self.agent_streams]
+        smoothing_stds = [self.target_policy_noise] * self.n_agents
+        sampled = batch_size if self.switches["replay_buffer"] else 1
+        buffer = cast(AgentReplayBuffer, self.replay_buffer)
+        stats = TrainingStats()
+        for _ in range(gradient_steps):
+            self._n_updates += 1
+            replay_data = buffer.sample(sampled, env=self._vec_normalize_env, generators=generators)
+            with th.no_grad():
+                if self.target_policy_smoothing:
+                    noise = agent_normal(replay_data.actions, self.agent_streams, smoothing_stds)
+                    noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
+                    next_actions = (self._actor_actions(replay_data.next_observations, next_actor) + noise).clamp(-1, 1)
+                else:
+                    next_actions = self._actor_actions(replay_data.next_observations, next_actor)
+                next_q_values = th.cat(next_critic(replay_data.next_observations, next_actions), dim=-1)
+                if self.clipped_double_q:
+                    next_q_values, _ = th.min(next_q_values, dim=-1, keepdim=True)
+                target_q_values = replay_data.rewards + (1 - replay_data.dones) * self.gamma * next_q_values
+
+            current_q_values = self.critic(replay_data.observations, replay_data.actions)
+            critic_losses = th.stack([_agent_mse(q_values, target_q_values) for q_values in current_q_values])
+            critic_loss = critic_losses.sum(dim=0).sum()  # each agent's sum over its critics, then over the agents
+            self._gradient_step(self.critic.optimizer, critic_loss)
+            stats.critic_step(critic_loss, current_q_values, target_q_values)
+
+            if self._n_updates % policy_delay == 0:
+                if self.deterministic_policy:
+                    actions, log_std = self.actor(replay_data.observations), None
+                else:
+                    actions, log_std = self._gaussian_sample(replay_data.observations)
+                actor_loss = -self.critic.q1_forward(replay_data.observations, actions).mean(dim=(1, 2)).sum()
+                self._gradient_step(self.actor.optimizer, actor_loss, inputs=self._actor_parameters)
+                stats.actor_step(actor_loss, log_std)
+                if self.target_networks:
+                    params, target_params, running_stats, target_running_stats = self.policy.polyak_tensors()
+                    foreach_polyak_update(params, target_params, self.tau)
+                    foreach_polyak_update(running_stats, target_running_stats, 1.0)
+        self._record_training_stats(stats)
 
     def _record_training_stats(self, stats: TrainingStats) -> None:
         super()._record_training_stats(stats)
@@ -213,7 +345,9 @@ class BatchedTD3(AblatableTD3):
         model._n_updates = self._n_updates
 
     @classmethod
-    def from_agents(cls, agents: Sequence[AblatableTD3], hyperparams: dict[str, Any]) -> BatchedTD3:
+    def from_agents(
+        cls, agents: Sequence[AblatableTD3], hyperparams: dict[str, Any], streams: Sequence[AgentStream] | None = None
+    ) -> BatchedTD3:
         """
         The batched model of single-env AblatableTD3 models built with the same ``hyperparams`` (e.g. by rl_zoo3 for
         several seeds): env k is agent k's env, seeded with agent k's seed at the first reset, and agent k starts with
@@ -222,6 +356,8 @@ class BatchedTD3(AblatableTD3):
         :param agents: the models (their envs move to the batched model; they keep their own policies)
         :param hyperparams: the keyword arguments the models were built with (``policy`` included, ``env`` and
             ``seed`` not)
+        :param streams: agent k's random number streams (:meth:`AgentStream.of_process` right after building agent k
+            gives it the streams its single run trains with); without, from its seed
         """
         envs = []
         for agent in agents:
@@ -238,6 +374,10 @@ class BatchedTD3(AblatableTD3):
         model = cls(env=venv, seed=seeds[0], device=agents[0].device, **hyperparams)
         for index, agent in enumerate(agents):
             model.policy.copy_agent_from(index, agent.policy)
+        if streams is not None:
+            if len(streams) != len(agents):
+                raise ValueError(f"{cls.__name__}.from_agents got {len(streams)} random streams for {len(agents)} agents")
+            model.agent_streams = list(streams)
         return model
 
 

@@ -15,10 +15,31 @@ from sb3_ablation.td3.policies import AblatableTD3Policy
 ModuleT = TypeVar("ModuleT", bound=nn.Module)
 
 
+class AgentLinear(EnsembleLinear):
+    """
+    :class:`EnsembleLinear` over agents, whose every agent's product takes the same kernel whatever the number of
+    agents: PyTorch's batched product takes another kernel (other rounding) for a batch of one, so one agent alone
+    runs as a batch of two (the agent and a copy of it, whose result is dropped). Then an agent's arithmetic is the
+    same alone and in a group of any size (``tests/integration/test_batched.py``).
+    """
+
+    def forward(self, inputs: th.Tensor) -> th.Tensor:
+        if self.weight.shape[0] != 1:
+            return super().forward(inputs)
+        single = inputs.dim() == 2
+        batch = inputs.unsqueeze(1) if single else inputs
+        pair = th.baddbmm(
+            self.bias.expand(2, *self.bias.shape[1:]),
+            batch.expand(2, *batch.shape[1:]),
+            self.weight.expand(2, *self.weight.shape[1:]),
+        )[:1]
+        return pair.squeeze(1) if single else pair
+
+
 def stack_agents(agents: Sequence[ModuleT]) -> ModuleT:
     """
     The networks of K agents (same class and shapes) as one network of that class: the first agent's module, each of
-    its ``nn.Linear`` layers replaced by the :class:`EnsembleLinear` of all agents' layers at that name, so that the
+    its ``nn.Linear`` layers replaced by the :class:`AgentLinear` of all agents' layers at that name, so that the
     network's own ``forward`` runs the K agents at once (its features extractor becomes the identity: flat
     observations only). Parameter names stay the agents' names (``mu.0.weight``, ``qf1.2.bias``, ...).
 
@@ -28,7 +49,7 @@ def stack_agents(agents: Sequence[ModuleT]) -> ModuleT:
     for name, module in list(ensemble.named_modules()):
         if isinstance(module, nn.Linear):
             layers = [cast(nn.Linear, agent.get_submodule(name)) for agent in agents]  # the same layout as agent 0's
-            ensemble.set_submodule(name, EnsembleLinear.from_linears(layers))
+            ensemble.set_submodule(name, AgentLinear.from_linears(layers))
         elif any(True for _ in module.parameters(recurse=False)):
             raise ValueError(f"the batched engine cannot batch a {type(module).__name__} ({name}): only Linear layers")
     if isinstance(getattr(ensemble, "features_extractor", None), BaseFeaturesExtractor):

@@ -32,8 +32,8 @@ def linear_pairs(ensemble: nn.Module, network: nn.Module):
     return [(ensemble.get_submodule(name), layer) for name, layer in network.named_modules() if isinstance(layer, nn.Linear)]
 
 
-# switch settings whose train() draws no random number (target smoothing noise and Gaussian samples are drawn for
-# all agents at once, so they cannot be replayed agent by agent)
+# switch settings whose train() draws no random number (each agent's own draws are compared in
+# tests/integration/test_batched_invariance.py)
 SAMPLE_FIELDS = ("observations", "actions", "next_observations", "dones", "rewards")
 NO_DRAWS = {
     "td3": dict(target_policy_smoothing=False),
@@ -65,10 +65,9 @@ def test_each_agents_gradients_are_those_of_a_separate_model_on_its_batch(switch
     model.lr_schedule = lambda _progress: 0.0
     model.train(gradient_steps=1, batch_size=16)
     # Equal up to float rounding, not bitwise: a batched product sums in another order than a single one (measured
-    # on this CPU: baddbmm and addmm differ in the last bits for one-row inputs and one-column outputs), and the loss
-    # is K times a mean over K * batch instead of a mean over batch. (A learning rate of 0 keeps the critic the same
-    # for the actor's gradient: Adam's first step is about lr * sign(g), and rounding flips the sign of gradients near
-    # zero, which would move the critic by up to 2 * lr in places.)
+    # on this CPU: baddbmm and addmm differ in the last bits for one-row inputs and one-column outputs). (A learning
+    # rate of 0 keeps the critic the same for the actor's gradient: Adam's first step is about lr * sign(g), and
+    # rounding flips the sign of gradients near zero, which would move the critic by up to 2 * lr in places.)
     for index, agent in enumerate(agents):
         for ensemble, network in ((model.critic, agent.critic), (model.actor, agent.actor)):
             for stacked, layer in linear_pairs(ensemble, network):

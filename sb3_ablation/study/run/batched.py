@@ -1,8 +1,10 @@
 """The batched engine: the runs of one (env, variant), all its seeds, trained together in one process by BatchedTD3.
 
 Each run k is first built as the process engine builds it (rl_zoo3's experiment for its seed: hyperparameters, env,
-action noise, initial weights), then the K models become one :class:`~sb3_ablation.batched.BatchedTD3` (env k and
-agent k's initial weights are run k's). Every agent is evaluated with the study's protocol on its own evaluation env
+action noise, initial weights), then the K models become one :class:`~sb3_ablation.batched.BatchedTD3` (env k, agent
+k's initial weights and its random number streams are run k's: the process's streams as run k leaves them after
+being built, where the process engine starts learning). An agent's record is therefore the same in a group of any
+size (a function of its configuration and seed). Every agent is evaluated with the study's protocol on its own evaluation env
 (:class:`~sb3_ablation.study.run.evaluation.OverestimationEvalCallback`, on run k's model holding agent k's weights), and
 gets its own record, final model and status: an agent whose evaluation fails (e.g. NaN weights) is recorded as failed
 while the others go on.
@@ -33,6 +35,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import set_random_seed
 
 from sb3_ablation.batched import BatchedTD3
+from sb3_ablation.batched.streams import AgentStream
 from sb3_ablation.study.plan.records import RunTask, failed_record
 from sb3_ablation.study.run.checkpointing import add_checkpointer, try_resume
 from sb3_ablation.study.run.evaluation import OverestimationEvalCallback
@@ -244,7 +247,7 @@ def _build_group(tasks: list[RunTask], checkpoints: RunCheckpoints | None, run_w
 
     latest = checkpoints.latest() if checkpoints is not None else None
     for attempt in (latest, None) if latest is not None else (None,):
-        agents, managers, schedules, evaluators = [], [], [], []
+        agents, managers, schedules, evaluators, streams = [], [], [], [], []
         for task in tasks:
             set_random_seed(task.seed)  # as the process engine does before building run k
             manager = make_manager(task)
@@ -256,7 +259,9 @@ def _build_group(tasks: list[RunTask], checkpoints: RunCheckpoints | None, run_w
             managers.append(manager)
             schedules.append(schedule)
             evaluators.append(schedule.make_evaluator(manager, task.seed))
-        fresh = BatchedTD3.from_agents(agents, managers[0]._hyperparams)
+            # where the process engine starts learning run k: its random streams from here on are agent k's
+            streams.append(AgentStream.of_process(model.action_space, model.device))
+        fresh = BatchedTD3.from_agents(agents, managers[0]._hyperparams, streams)
         evaluations = AgentEvaluations(agents, evaluators)
         checkpointer, episodes = add_checkpointer(
             fresh, tasks[0], checkpoints, str(managers[0].env_name), evaluations, run_warnings
