@@ -117,6 +117,12 @@ def _study_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--keep-models", action="store_true", help="keep each run's final model (seed_<k>.zip; default: records only)"
     )
+    parser.add_argument(
+        "--amend-plan",
+        metavar="REASON",
+        help="change the analysis plan of a study folder that has runs: the change is kept in study.json as an "
+        "amendment with REASON and the date (without it, such a change is refused)",
+    )
     parser.add_argument("--report", action="store_true", help="write the report when the study is done")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -155,7 +161,7 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
             settings[name] = getattr(args, name)
     if args.keep_models:
         settings["keep_models"] = True
-    for name in ("backend", "address", "device", "engine", "out", "tensorboard_log"):
+    for name in ("backend", "address", "device", "engine", "out", "tensorboard_log", "amend_plan"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     if args.envs is not None and settings.get("env_hyperparams"):

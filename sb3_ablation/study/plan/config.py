@@ -77,6 +77,9 @@ class StudyConfig:
         best hyperparameters too (in ``<out>/tuned``)
     :param variant_hyperparams: ``{variant: {env_id: {key: value}}}``, overrides of one variant's hyperparameters on
         one env, applied after ``env_hyperparams`` (a tuned study's runs take each variant's own this way)
+    :param amend_plan: why the analysis plan is changed after runs exist: the change is then kept in ``study.json`` as
+        an amendment, with this reason and the date (without it, a study folder with finished runs refuses a plan that
+        differs from the one it declared)
     """
 
     envs: list[str]
@@ -102,6 +105,7 @@ class StudyConfig:
     keep_models: bool = False
     tuning: dict[str, Any] = field(default_factory=dict)
     variant_hyperparams: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    amend_plan: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.envs, str):
@@ -147,6 +151,8 @@ class StudyConfig:
         except (PlanError, TypeError) as error:
             raise StudyError(str(error)) from None
         self._check_tuning(plan.looks)
+        if self.amend_plan is not None and not (isinstance(self.amend_plan, str) and self.amend_plan.strip()):
+            raise StudyError(f"amend_plan must say why the plan is amended (a non-empty text), got {self.amend_plan!r}")
 
     def _check_tuning(self, looks: tuple[int, ...]) -> None:
         """Validate ``tuning`` (normalised as its plan's dict) and ``variant_hyperparams``."""

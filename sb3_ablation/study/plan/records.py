@@ -52,6 +52,8 @@ class RunTask(RunSettings):
     :param record: where the run writes its record, final model and checkpoints (``None``: nowhere)
     :param eval_envs: envs the evaluation episodes run on side by side (``None``: one per episode, at most 16)
     :param keep_model: save the final model next to the record (``seed_<k>.zip``)
+    :param plan_digest: the digest of the study's plan in force (:mod:`~sb3_ablation.study.plan.digest`), written into
+        the record (``None``: the study declares no plan)
     """
 
     eval_max_episode_steps: int | None = None
@@ -61,6 +63,7 @@ class RunTask(RunSettings):
     record: str | None = None
     eval_envs: int | None = None
     keep_model: bool = False
+    plan_digest: str | None = None
 
 
 class _Unset:
@@ -80,7 +83,9 @@ class RunRecord(RunSettings):
     :data:`UNSET` is not written (e.g. ``engine`` for the process engine).
 
     The run's :class:`RunSettings` (``eval_freq`` the one used, once known); then ``versions`` (library versions)
-    and ``host``; ``status`` (``"ok"`` or ``"failed"``), ``error`` and ``traceback``; ``engine`` and ``group_size``
+    and ``host``; ``plan_digest`` (the digest of the study's plan in force when the run was made,
+    :mod:`~sb3_ablation.study.plan.digest`; not written where the study declares no plan, nor in records made before
+    digests existed); ``status`` (``"ok"`` or ``"failed"``), ``error`` and ``traceback``; ``engine`` and ``group_size``
     (batched engine); ``n_timesteps``; ``overestimation_method``
     (:func:`~sb3_ablation.study.run.overestimation.overestimation_method`); ``resumed_from`` (the checkpoint's step);
     ``model`` (the final model's file name next to the record when the study keeps models, else null) and
@@ -92,6 +97,7 @@ class RunRecord(RunSettings):
     format: int = RUN_FILE_FORMAT
     versions: dict[str, str] = UNSET
     host: str = UNSET
+    plan_digest: str = UNSET
     status: str = "failed"
     error: str | None = None
     traceback: str | None = None
@@ -114,6 +120,8 @@ class RunRecord(RunSettings):
     def of(cls, task: RunTask, **entries: Any) -> RunRecord:
         """The record of ``task`` before it has run (``"status": "failed"`` until done), with ``entries`` set."""
         settings = {item.name: getattr(task, item.name) for item in fields(RunSettings)}
+        if task.plan_digest is not None:
+            entries.setdefault("plan_digest", task.plan_digest)
         return cls(**settings, **entries)
 
     def to_json(self) -> dict[str, Any]:

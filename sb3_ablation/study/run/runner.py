@@ -25,7 +25,7 @@ from sb3_ablation.study.run.engines import ENGINES
 from sb3_ablation.study.run.recording import library_versions
 from sb3_ablation.study.store.checkpoints import RunCheckpoints
 from sb3_ablation.study.store.lock import study_lock
-from sb3_ablation.study.store.manifest import check_seed_engines, open_manifest
+from sb3_ablation.study.store.manifest import check_seed_engines, open_manifest, plan_in_force_digest
 from sb3_ablation.study.store.runs import RECORD_PATTERN, read_run, run_path, write_run
 
 
@@ -121,7 +121,10 @@ def _run_locked(
             pending.append(task)
     # both checks come before anything is written
     check_seed_engines(config.out, ((task.env, task.seed) for task in pending), config.engine)
-    open_manifest(config, resolved, library_versions())
+    manifest = open_manifest(config, resolved, library_versions())
+    digest = plan_in_force_digest(manifest)
+    for task in pending:  # every record carries the digest of the plan it is made under
+        task.plan_digest = digest
     if not pending:
         log(result.summary())
         return result

@@ -1,5 +1,13 @@
-"""The manifest ``study.json``: the settings a study folder is tied to, its invocations' grids, its analysis plan and
-the hyperparameters tuning chose (:func:`record_tuning`)."""
+"""The manifest ``study.json``: the settings a study folder is tied to, its invocations' grids, its analysis plan with
+its digest and amendments (:func:`open_manifest`, :func:`plan_versions`) and the hyperparameters tuning chose
+(:func:`record_tuning`).
+
+The plan is declared when the study folder is created: ``analysis`` (the plan in force), ``design`` (what the digest
+covers besides the plan, :mod:`~sb3_ablation.study.plan.digest`) and ``analysis_declared`` (``at``, ``finished_runs``,
+``digest``). Once runs exist, a different plan is refused unless declared as an amendment (``amend_plan``), which is
+appended to ``amendments`` (``at``, ``finished_runs``, ``reason``, ``changes``, ``previous``, ``analysis``,
+``digest``) and becomes the plan in force.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +20,7 @@ from typing import Any
 
 from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.plan.config import ResolvedHyperparams, StudyConfig, StudyError, to_jsonable
+from sb3_ablation.study.plan.digest import plan_digest, study_design
 from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, timestamp, trained_by
 from sb3_ablation.study.store.runs import RECORD_SUFFIX, env_folder, iter_runs, read_run
 
@@ -98,14 +107,108 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: ResolvedHyperparams
     manifest["versions"] = versions
     manifest["config"] = to_jsonable({k: v for k, v in asdict(config).items() if k not in ("progress",)})
     if created:
-        # the plan is declared with the study: a later one is the report's to compare with it (config.analysis), and
-        # a study made before plans existed keeps declaring none when it takes more runs
-        manifest["analysis"] = to_jsonable(config.analysis)
-        # when it was declared, and whether any run had finished then (a plan fixed after results is reported so)
-        finished = sum(1 for _ in iter_runs(config.out))
-        manifest["analysis_declared"] = {"at": timestamp(), "finished_runs": finished}
+        # the plan is declared with the study (a study made before plans existed keeps declaring none when it takes
+        # more runs); when, and whether any run had finished then (a plan fixed after results is reported so)
+        _declare_plan(manifest, config)
+    elif "analysis" in manifest:
+        _check_plan(manifest, config)
     write_json_atomic(path, manifest)
     return manifest
+
+
+def _declare_plan(manifest: dict[str, Any], config: StudyConfig, analysis: dict[str, Any] | None = None) -> None:
+    """Declare a plan (default ``config``'s) and ``config``'s design in ``manifest``, with the date, the runs finished
+    and the digest."""
+    manifest["analysis"] = to_jsonable(config.analysis) if analysis is None else analysis
+    manifest["design"] = study_design(manifest["settings"], config.envs, config.variants)
+    finished = sum(1 for _ in iter_runs(config.out))
+    digest = plan_digest(manifest["design"], manifest["analysis"])
+    manifest["analysis_declared"] = {"at": timestamp(), "finished_runs": finished, "digest": digest}
+    manifest.pop("amendments", None)
+
+
+def _plan_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between two plans as dicts, one item per key: ``alpha 0.05 -> 0.1``."""
+    return [
+        f"{key} {json.dumps(old.get(key))} -> {json.dumps(new.get(key))}"
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
+    ]
+
+
+def _check_plan(manifest: dict[str, Any], config: StudyConfig) -> None:
+    """
+    Compare ``config``'s plan with the plan in force: equal, nothing to do; different before any run, declared anew;
+    different after runs, kept as an amendment where ``config.amend_plan`` says why, else refused.
+
+    A manifest from before digests gets its design and digest now (``analysis_declared.digest_added``).
+    """
+    if "design" not in manifest:
+        first = (manifest.get("grids") or [{}])[0]
+        envs, variants = first.get("envs", manifest["envs"]), first.get("variants", manifest["variants"])
+        manifest["design"] = study_design(manifest["settings"], envs, variants)
+        declared = manifest.setdefault("analysis_declared", {})
+        original = (manifest.get("amendments") or [{}])[0].get("previous", manifest["analysis"])
+        declared["digest"] = plan_digest(manifest["design"], original)
+        declared["digest_added"] = timestamp()
+    current = manifest["analysis"]
+    new = to_jsonable(config.analysis)
+    # --env picks some of a study's envs: the margins and failure returns of the others stay as declared
+    for key in ("margins", "failure_returns"):
+        kept = {env: value for env, value in (current.get(key) or {}).items() if env not in config.envs}
+        new[key] = {**kept, **(new.get(key) or {})}
+    changes = _plan_changes(current, new)
+    if not changes:
+        return
+    finished = sum(1 for _ in iter_runs(config.out))
+    if not finished:  # nothing has run under the declared plan: this one is declared instead
+        _declare_plan(manifest, config, new)
+        return
+    declared_at = (manifest.get("analysis_declared") or {}).get("at", "an unknown date")
+    if not config.amend_plan:
+        raise StudyError(
+            f"{config.out} declared its analysis plan on {declared_at} and {finished} runs exist, but this plan differs "
+            f"from it ({'; '.join(changes)}): restore the declared plan, or declare the change as an amendment "
+            "(--amend-plan REASON, or amend_plan: REASON in the study file)"
+        )
+    manifest.setdefault("amendments", []).append({
+        "at": timestamp(),
+        "finished_runs": finished,
+        "reason": config.amend_plan.strip(),
+        "changes": changes,
+        "previous": current,
+        "analysis": new,
+        "digest": plan_digest(manifest["design"], new),
+    })  # fmt: skip
+    manifest["analysis"] = new
+
+
+def plan_versions(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """
+    The versions of a study's plan, oldest first: the declared plan, then each amendment.
+
+    :param manifest: a study's manifest
+    :return: per version ``analysis``, ``digest`` (``None`` where the manifest has none), ``at``, ``finished_runs`` and
+        ``reason`` (``None`` for the declared plan); empty where the study declares no plan
+    """
+    if "analysis" not in manifest:
+        return []
+    amendments = manifest.get("amendments") or []
+    declared = manifest.get("analysis_declared") or {}
+    original = amendments[0]["previous"] if amendments else manifest["analysis"]
+    versions = [{
+        "analysis": original, "digest": declared.get("digest"), "at": declared.get("at"),
+        "finished_runs": declared.get("finished_runs"), "reason": None,
+    }]  # fmt: skip
+    for amendment in amendments:
+        versions.append({key: amendment.get(key) for key in ("analysis", "digest", "at", "finished_runs", "reason")})
+    return versions
+
+
+def plan_in_force_digest(manifest: dict[str, Any]) -> str | None:
+    """The digest of the plan in force (the last amendment's, else the declared plan's); ``None``: no plan or digest."""
+    versions = plan_versions(manifest)
+    return versions[-1]["digest"] if versions else None
 
 
 def record_tuning(out: str | os.PathLike[str], chosen: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
