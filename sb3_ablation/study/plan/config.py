@@ -80,6 +80,8 @@ class StudyConfig:
     :param amend_plan: why the analysis plan is changed after runs exist: the change is then kept in ``study.json`` as
         an amendment, with this reason and the date (without it, a study folder with finished runs refuses a plan that
         differs from the one it declared)
+    :param study_file: the study file the settings were read from (set by :func:`load_config_file`): when the plan is
+        declared, ``study.json`` records it with its git commit, so that anyone can check the plan was committed first
     """
 
     envs: list[str]
@@ -106,6 +108,7 @@ class StudyConfig:
     tuning: dict[str, Any] = field(default_factory=dict)
     variant_hyperparams: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     amend_plan: str | None = None
+    study_file: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.envs, str):
@@ -309,7 +312,7 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise StudyError(f"study file {str(path)!r} is not readable YAML: {problem}") from None
     if not isinstance(data, dict):
         raise StudyError(f"study file {str(path)!r} must hold a mapping of settings, got {type(data).__name__}")
-    known = {f.name for f in fields(StudyConfig)} | {"env", "seed_list"}
+    known = {f.name for f in fields(StudyConfig)} - {"study_file"} | {"env", "seed_list"}
     if data and all(isinstance(value, dict) for value in data.values()) and not set(map(str, data)) & known:
         # a zoo file: {env_id: hyperparameters}; "default" applies to every env, as in the zoo; the switches are
         # left out (the variants set them)
@@ -323,7 +326,7 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         plural = "s" if len(unknown) > 1 else ""
         names = ", ".join(did_you_mean(str(key), known) for key in unknown)
         raise StudyError(f"unknown setting{plural} {names} in {str(path)!r}; expected some of {', '.join(sorted(known))}")
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"study_file": str(path)}
     for key, value in data.items():
         name = str(key).replace("-", "_")
         if name == "seed_list":

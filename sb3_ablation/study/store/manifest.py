@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
@@ -124,7 +125,31 @@ def _declare_plan(manifest: dict[str, Any], config: StudyConfig, analysis: dict[
     finished = sum(1 for _ in iter_runs(config.out))
     digest = plan_digest(manifest["design"], manifest["analysis"])
     manifest["analysis_declared"] = {"at": timestamp(), "finished_runs": finished, "digest": digest}
+    if config.study_file:
+        manifest["analysis_declared"]["study_file"] = committed_file(config.study_file)
     manifest.pop("amendments", None)
+
+
+def committed_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """
+    Where a study file stands in git when its plan is declared, so that a reader can check the plan was committed before
+    the runs: ``path``, ``commit`` (the last commit that changed the file; ``None`` outside a git checkout or for an
+    untracked file) and ``modified`` (the file differs from that commit).
+
+    :param path: the study file
+    """
+    file = Path(path).resolve()
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=file.parent, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("log", "-1", "--format=%H", "--", file.name) or None
+    modified = bool(git("status", "--porcelain", "--", file.name)) if commit else None
+    return {"path": file.name, "commit": commit, "modified": modified}
 
 
 def _plan_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
