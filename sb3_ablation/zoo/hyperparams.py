@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import difflib
 import inspect
 import os
 from collections.abc import Iterable
@@ -27,6 +26,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.noise import ActionNoise
 
 from sb3_ablation import DDPG, AblatableTD3
+from sb3_ablation.common.suggestions import did_you_mean
 from sb3_ablation.common.zoo_budget import env_id_of
 from sb3_ablation.zoo import adapter
 
@@ -91,16 +91,6 @@ def _type_names(types: tuple[type, ...]) -> str:
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 
-def closest(name: str, candidates: Iterable[str]) -> str:
-    """
-    :param name: a misspelt name
-    :param candidates: the valid names
-    :return: "; did you mean 'x'?" for the closest valid name, or "" when none is close
-    """
-    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f"; did you mean {matches[0]!r}?" if matches else ""
-
-
 def config_dir() -> Path:
     """
     :return: the folder holding the shipped zoo configs: ``sb3_ablation/zoo_configs`` inside an installed wheel,
@@ -126,14 +116,16 @@ def check_algo(algo: str) -> None:
     """:raise ZooConfigError: when ``algo`` is not an rl_zoo3 algorithm (ours registered or not)."""
     known = sorted(set(adapter.zoo_algorithm_names()) | set(ALGOS))
     if algo not in known:
-        raise ZooConfigError(f"unknown algorithm {algo!r}{closest(algo, known)} (expected one of {', '.join(known)})")
+        raise ZooConfigError(
+            f"unknown algorithm {algo!r}{did_you_mean(algo, known, separator='; ')} (expected one of {', '.join(known)})"
+        )
 
 
 def check_env_id(env_id: str) -> None:
     """:raise ZooConfigError: when ``env_id`` is not registered with Gymnasium, naming the closest registered id."""
     adapter.register_zoo_envs()
     if env_id not in gym.envs.registry:
-        raise ZooConfigError(f"unknown environment {env_id!r}{closest(env_id, gym.envs.registry.keys())}")
+        raise ZooConfigError(f"unknown environment {env_id!r}{did_you_mean(env_id, gym.envs.registry, separator='; ')}")
 
 
 #: Algorithms that act in continuous (Box) action spaces only: ours, SB3's TD3 and DDPG, and SAC / TQC.
@@ -250,7 +242,7 @@ def check_hyperparams(algo: str, hyperparams: dict[str, Any], source: str, overr
             continue
         else:
             others = [name for name, other in ALGOS.items() if key in inspect.signature(other.__init__).parameters]
-            hint = f" (it is a hyperparameter of {', '.join(others)})" if others else closest(key, valid)
+            hint = f" (it is a hyperparameter of {', '.join(others)})" if others else did_you_mean(key, valid, separator="; ")
             raise ZooConfigError(f"{where}: unknown hyperparameter {key!r} for {algo}{hint}")
 
         # bool is an int to Python, but true/false for a count (or 0/1 for a switch) is a mistake
