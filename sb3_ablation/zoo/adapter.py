@@ -65,7 +65,7 @@ from rl_zoo3.hyperparams_opt import convert_offpolicy_params, sample_td3_params
 from stable_baselines3 import HerReplayBuffer
 from stable_baselines3.common.utils import set_random_seed
 
-from sb3_ablation.cli import OneLineArgumentParser
+from sb3_ablation.common.arguments import OneLineArgumentParser
 
 #: The rl_zoo3 version this module was checked against (its internals, the body of ``train()``, the parsers).
 RL_ZOO3_CHECKED = "2.9.2"
