@@ -187,6 +187,10 @@ def test_the_package_modules_import_each_other_without_cycles():
     assert import_cycle(PACKAGE_DIR, "sb3_ablation") is None
 
 
+def test_the_tables_study_layers_are_the_studys_order():
+    assert [RESTS_ON[f"study/{layer}"] for layer in LAYERS[1:]] == [(f"study/{layer}",) for layer in LAYERS[:-1]]
+
+
 def test_the_table_names_the_package_folders_and_no_others():
     assert {unit_of(path, PACKAGE_DIR) for path in PACKAGE_DIR.rglob("*.py")} == set(RESTS_ON)
 
