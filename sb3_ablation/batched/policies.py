@@ -9,7 +9,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from sb3_ablation.common.ensemble import EnsembleLinear
-from sb3_ablation.ddpg.policies import Actor
+from sb3_ablation.common.policies import Actor
 from sb3_ablation.td3.policies import AblatableTD3Policy
 
 ModuleT = TypeVar("ModuleT", bound=nn.Module)

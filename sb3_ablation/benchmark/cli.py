@@ -36,7 +36,7 @@ from sb3_ablation.benchmark.tables import (
     speed_mode_lines,
     target_lines,
 )
-from sb3_ablation.cli import OneLineArgumentParser
+from sb3_ablation.common.arguments import OneLineArgumentParser
 from sb3_ablation.common.io import write_json_atomic
 
 DEFAULT_LEARN_MODELS = ("sb3_td3", "td3", "td3_speed")

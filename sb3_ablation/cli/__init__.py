@@ -1,6 +1,5 @@
 """The ``sb3-ablation`` command (also ``python -m sb3_ablation``): one entry point, one sub-command per job."""
 
-import argparse
 import contextlib
 import errno
 import importlib
@@ -11,9 +10,11 @@ from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as distribution_version
 from pathlib import Path
-from typing import NoReturn
 
 from sb3_ablation import __version__
+
+# re-exported: the commands' parser, defined below the zoo and the benchmark, which use it too
+from sb3_ablation.common.arguments import OneLineArgumentParser as OneLineArgumentParser
 
 # sub-command -> (module, function, one-line help); modules are imported lazily so `--help` stays fast
 COMMANDS = {
@@ -28,13 +29,6 @@ COMMANDS = {
 }
 # commands whose usage errors carry argparse's "error: " prefix (the zoo's parsers); the study's say it without
 ZOO_COMMANDS = ("train", "enjoy", "record-video", "export")
-
-
-class OneLineArgumentParser(argparse.ArgumentParser):
-    """``ArgumentParser`` whose usage errors are one line (``prog: error: message (see --help)``), exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def _usage() -> str:

@@ -13,7 +13,7 @@ import pathlib
 import warnings
 import zipfile
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 import torch as th
 from gymnasium import spaces
@@ -29,13 +29,11 @@ from stable_baselines3.td3 import policies as sb3_td3_policies
 from sb3_ablation.common.buffers import FastReplayBuffer, sharing_storage
 from sb3_ablation.common.collection import LeanCollectionMixin
 from sb3_ablation.common.mixed_precision import SpeedModeMixin
+from sb3_ablation.common.policies import Actor, Critic, DDPGPolicy
 from sb3_ablation.common.saved_models import check_saved_algorithm
 from sb3_ablation.common.training_stats import TrainingStats, log_training
 from sb3_ablation.common.utils import UnsupportedActionSpaceError, check_keyword_arguments
 from sb3_ablation.common.zoo_budget import default_budget
-
-if TYPE_CHECKING:  # the policies' package imports the algorithms
-    from sb3_ablation.ddpg.policies import Actor, Critic, DDPGPolicy
 
 SelfActorCritic = TypeVar("SelfActorCritic", bound="OffPolicyActorCritic")
 

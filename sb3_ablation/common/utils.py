@@ -1,11 +1,12 @@
 """Small building blocks shared by DDPG and AblatableTD3."""
 
-import difflib
 import inspect
 from collections.abc import Sequence
 from typing import Any
 
 import torch as th
+
+from sb3_ablation.common.suggestions import did_you_mean
 
 
 class UnsupportedActionSpaceError(ValueError, AssertionError):
@@ -67,7 +68,6 @@ def check_keyword_arguments(cls: type, kwargs: dict[str, Any], highlighted: Sequ
     for name in kwargs:
         if name in valid:
             continue
-        close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else "."
+        hint = did_you_mean(name, valid, separator="; ") or "."
         listed = f" The switches are: {', '.join(highlighted)}." if highlighted else ""
         raise TypeError(f"{cls.__name__} got an unknown keyword argument {name!r}{hint}{listed}")

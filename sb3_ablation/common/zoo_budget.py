@@ -1,15 +1,66 @@
 """The default training budget of ``learn()``: the env's ``n_timesteps`` in the shipped zoo config.
 
 rl-zoo's YAML files give every tuned env a budget; ``model.learn()`` without ``total_timesteps`` uses it, so that
-``AblatableTD3("MlpPolicy", "Pendulum-v1").learn()`` trains as long as ``sb3-ablation train`` would. The config is
-found and read by the zoo's own code (:mod:`sb3_ablation.zoo.hyperparams`, imported only when needed). An env
-without its own entry (the ``default`` entry is a template, not a budget) or without a registered id gets a
-``TypeError`` that names ``total_timesteps``, as a call without the argument got before.
+``AblatableTD3("MlpPolicy", "Pendulum-v1").learn()`` trains as long as ``sb3-ablation train`` would. The shipped
+config is plain YAML (one entry per env id plus ``default``), read here, below the algorithms, without rl_zoo3; the
+zoo's own code (:mod:`sb3_ablation.zoo.hyperparams`) reads configs with the same functions. An env without its own
+entry (the ``default`` entry is a template, not a budget) or without a registered id gets a ``TypeError`` that names
+``total_timesteps``, as a call without the argument got before.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import yaml
+
+
+class ZooConfigError(ValueError):
+    """Bad zoo input (algorithm, environment, config file, hyperparameter key or value): shown as one line."""
+
+
+def config_dir() -> Path:
+    """
+    :return: the folder holding the shipped zoo configs: ``sb3_ablation/zoo_configs`` inside an installed wheel,
+        ``zoo_configs/`` at the root of a source checkout (or an editable install).
+    """
+    package_dir = Path(__file__).resolve().parent.parent
+    installed = package_dir / "zoo_configs"
+    return installed if installed.is_dir() else package_dir.parent / "zoo_configs"
+
+
+def read_config_entries(conf_file: str) -> dict[str, Any]:
+    """
+    The entries of a YAML zoo config (env id -> hyperparameters), as rl_zoo3 reads the file (``yaml.safe_load``).
+
+    :param conf_file: the YAML file
+    :raise ZooConfigError: a missing or unreadable file, or one that is not a mapping
+    """
+    try:
+        entries = yaml.safe_load(Path(conf_file).read_text()) or {}
+    except OSError as error:
+        raise ZooConfigError(f"config file {conf_file}: not readable ({error})") from None
+    except yaml.YAMLError as error:
+        raise ZooConfigError(f"{conf_file}: not valid YAML ({error})".replace("\n", " ")) from None
+    if not isinstance(entries, dict):
+        raise ZooConfigError(f"{conf_file}: not a zoo config (a mapping of environment ids)")
+    return entries
+
+
+def entry_budget(entries: dict[str, Any], env_id: str, shown: str) -> int:
+    """
+    The ``n_timesteps`` of ``env_id``'s own entry (the ``default`` entry is a template for other envs, not a budget).
+
+    :param entries: a config's entries
+    :param env_id: the env id
+    :param shown: the config as the message names it (e.g. ``zoo_configs/ablatable_td3.yml``)
+    :raise ZooConfigError: ``env_id`` has no entry with ``n_timesteps`` there
+    """
+    entry = entries.get(env_id) if env_id != "default" else None
+    if not isinstance(entry, dict) or "n_timesteps" not in entry:
+        raise ZooConfigError(f"{env_id} has no n_timesteps in {shown}")
+    return int(float(entry["n_timesteps"]))  # YAML's 1e6 is a float (rl_zoo3 takes int() of it)
 
 
 def env_id_of(env: Any) -> str | None:
@@ -28,11 +79,8 @@ def env_id_of(env: Any) -> str | None:
 
 
 def _entries(config: str) -> dict[str, Any]:
-    """The entries of the shipped ``zoo_configs/<config>.yml``, read by the zoo's code."""
-    # in the function: zoo.hyperparams imports rl_zoo3 (heavy) and the algorithms, which import this module (a cycle)
-    from sb3_ablation.zoo.hyperparams import config_entries
-
-    return config_entries(config)
+    """The entries of the shipped ``zoo_configs/<config>.yml``."""
+    return read_config_entries(str(config_dir() / f"{config}.yml"))
 
 
 def default_budget(config: str, env: Any) -> tuple[int, str]:
@@ -49,10 +97,7 @@ def default_budget(config: str, env: Any) -> tuple[int, str]:
             f"learn() needs total_timesteps: {what}, so zoo_configs/{config}.yml has no n_timesteps for it; "
             "pass learn(total_timesteps=...)"
         )
-    # in the function: rl_zoo3 is heavy, and zoo.hyperparams imports the algorithms, which import this module
-    from sb3_ablation.zoo.hyperparams import ZooConfigError, zoo_budget
-
     try:
-        return zoo_budget(config, env_id, _entries(config)), env_id
+        return entry_budget(_entries(config), env_id, f"zoo_configs/{config}.yml"), env_id
     except ZooConfigError as error:
         raise TypeError(f"learn() needs total_timesteps: {error}; pass learn(total_timesteps=...)") from None

@@ -16,7 +16,7 @@ from stable_baselines3.common.torch_layers import (
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 
-from sb3_ablation.ddpg.policies import Actor, DDPGPolicy
+from sb3_ablation.common.policies import Actor, DDPGPolicy
 
 # Bounds of the log standard deviation of the Gaussian actor, as in SB3's SAC
 LOG_STD_MIN, LOG_STD_MAX = -20, 2

@@ -25,11 +25,16 @@ Patch points: two, each marked ``PATCH POINT`` below.
 1. Registration (:func:`register_algorithm`): our algorithms, samplers and converters are added as new keys to the
    tables rl_zoo3 reads at call time (``rl_zoo3.utils.ALGOS``, ``rl_zoo3.hyperparams_opt.HYPERPARAMS_SAMPLER`` and
    ``HYPERPARAMS_CONVERTER``), the way rl-baselines3-zoo adds an algorithm; an existing key is never replaced.
-2. Command arguments (:func:`_zoo_parse_args`): rl_zoo3's ``train()``, ``enjoy()`` and its ``record_video`` script
-   build their parser inside and parse ``sys.argv``, taking neither a parser nor an argv. While one of them runs,
-   ``argparse.ArgumentParser.parse_args`` is replaced, so that building our parser captures rl_zoo3's (stopped before
-   anything else runs: :func:`zoo_command_parser`), and ``enjoy`` / ``record_video`` parse the argv we checked
-   (:func:`run_zoo_command`). ``sys.argv`` and ``ArgumentParser.error`` are left alone.
+2. Command arguments (:func:`_zoo_parse_args`): rl_zoo3's ``train()`` and ``enjoy()`` take no argument (neither
+   parsed arguments, nor a parser, nor an argv): each builds its ``argparse`` parser inside and calls its
+   ``parse_args()`` on ``sys.argv``, first thing; ``record_video`` is a script (its code runs under
+   ``if __name__ == "__main__"``). So there is no way to hand rl_zoo3 our arguments, nor to get its options, but to
+   be there when it parses: while one of them runs, ``argparse.ArgumentParser.parse_args`` is replaced, so that
+   building our parser captures rl_zoo3's (stopped before anything else runs: :func:`zoo_command_parser`), and
+   ``enjoy`` / ``record_video`` parse the argv we checked (:func:`run_zoo_command`). The replacement acts only in the
+   thread that installed it and only on a parse of ``sys.argv`` (no arguments given); any other parse, in any thread,
+   is argparse's own; one thread at a time installs it (a lock), so two commands in two threads cannot leave it
+   installed. ``sys.argv`` and ``ArgumentParser.error`` are left alone.
 
 rl_zoo3's ``train()`` is not called: :func:`run_train` is its body after the parsing (2.9.2), with the experiment
 manager class as an argument, which rl_zoo3's own function does not take.
@@ -46,6 +51,7 @@ import io
 import os
 import runpy
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -65,7 +71,7 @@ from rl_zoo3.hyperparams_opt import convert_offpolicy_params, sample_td3_params
 from stable_baselines3 import HerReplayBuffer
 from stable_baselines3.common.utils import set_random_seed
 
-from sb3_ablation.cli import OneLineArgumentParser
+from sb3_ablation.common.arguments import OneLineArgumentParser
 
 #: The rl_zoo3 version this module was checked against (its internals, the body of ``train()``, the parsers).
 RL_ZOO3_CHECKED = "2.9.2"
@@ -331,29 +337,37 @@ class _ParserBuilt(Exception):
         self.parser = parser
 
 
+#: Held while ``argparse.ArgumentParser.parse_args`` is replaced (re-entrant: a command may build a parser inside).
+_PARSE_ARGS_LOCK = threading.RLock()
+
+
 @contextlib.contextmanager
 def _zoo_parse_args(argv: list[str] | None) -> Iterator[None]:
     """
-    Inside, ``ArgumentParser.parse_args()`` called without arguments (as rl_zoo3's commands call it) raises
-    :class:`_ParserBuilt` with its parser when ``argv`` is None, and parses ``argv`` otherwise.
+    Inside, ``ArgumentParser.parse_args()`` called without arguments in this thread (as rl_zoo3's commands call it)
+    raises :class:`_ParserBuilt` with its parser when ``argv`` is None, and parses ``argv`` otherwise; other threads,
+    and calls with arguments, parse as usual.
     """
     # PATCH POINT 2 (checked against rl_zoo3 2.9.2): train() and enjoy() (rl_zoo3/train.py, rl_zoo3/enjoy.py) and the
     # record_video script build an argparse parser inside and call its parse_args() with no arguments, first thing,
-    # reading sys.argv; neither the parser nor the arguments can be passed in. Restored on exit, also on error.
-    original = argparse.ArgumentParser.parse_args
+    # reading sys.argv; neither the parser nor the arguments can be passed in (train() and enjoy() take no argument).
+    # Restored on exit, also on error; the lock keeps another thread from saving our replacement as "the original".
+    with _PARSE_ARGS_LOCK:
+        original = argparse.ArgumentParser.parse_args
+        owner = threading.get_ident()
 
-    def parse_args(parser: argparse.ArgumentParser, args: Any = None, namespace: Any = None) -> Any:
-        if args is not None:  # not a parse of sys.argv: not rl_zoo3's command parse
-            return original(parser, args, namespace)
-        if argv is None:
-            raise _ParserBuilt(parser)
-        return original(parser, argv, namespace)
+        def parse_args(parser: argparse.ArgumentParser, args: Any = None, namespace: Any = None) -> Any:
+            if args is not None or threading.get_ident() != owner:  # not rl_zoo3's parse of sys.argv in this thread
+                return original(parser, args, namespace)
+            if argv is None:
+                raise _ParserBuilt(parser)
+            return original(parser, argv, namespace)
 
-    argparse.ArgumentParser.parse_args = parse_args  # type: ignore[assignment,method-assign]
-    try:
-        yield
-    finally:
-        argparse.ArgumentParser.parse_args = original  # type: ignore[method-assign]
+        argparse.ArgumentParser.parse_args = parse_args  # type: ignore[assignment,method-assign]
+        try:
+            yield
+        finally:
+            argparse.ArgumentParser.parse_args = original  # type: ignore[method-assign]
 
 
 def _call_zoo_command(command: ZooCommand) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import difflib
 import inspect
 import os
 from collections.abc import Iterable
@@ -27,7 +26,8 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.noise import ActionNoise
 
 from sb3_ablation import DDPG, AblatableTD3
-from sb3_ablation.common.zoo_budget import env_id_of
+from sb3_ablation.common.suggestions import did_you_mean
+from sb3_ablation.common.zoo_budget import ZooConfigError, config_dir, entry_budget, env_id_of, read_config_entries
 from sb3_ablation.zoo import adapter
 
 #: rl_zoo3 names of the algorithms the zoo integration knows: ours and SB3's own, which keep their meaning.
@@ -80,35 +80,11 @@ ENV_SETTING_DEFAULTS: dict[str, Any] = {
 }
 
 
-class ZooConfigError(ValueError):
-    """Bad zoo input (algorithm, environment, config file, hyperparameter key or value): shown as one line."""
-
-
 def _type_names(types: tuple[type, ...]) -> str:
     names = {NoneType: "null", bool: "true/false", int: "an integer", float: "a number", str: "a string"}
     if int in types and float in types:  # "an integer or a number" reads oddly
         types = tuple(t for t in types if t is not int)
     return " or ".join(names.get(t, t.__name__) for t in types)
-
-
-def closest(name: str, candidates: Iterable[str]) -> str:
-    """
-    :param name: a misspelt name
-    :param candidates: the valid names
-    :return: "; did you mean 'x'?" for the closest valid name, or "" when none is close
-    """
-    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f"; did you mean {matches[0]!r}?" if matches else ""
-
-
-def config_dir() -> Path:
-    """
-    :return: the folder holding the shipped zoo configs: ``sb3_ablation/zoo_configs`` inside an installed wheel,
-        ``zoo_configs/`` at the root of a source checkout (or an editable install).
-    """
-    package_dir = Path(__file__).resolve().parent.parent
-    installed = package_dir / "zoo_configs"
-    return installed if installed.is_dir() else package_dir.parent / "zoo_configs"
 
 
 def default_config_file(algo: str) -> str:
@@ -126,14 +102,16 @@ def check_algo(algo: str) -> None:
     """:raise ZooConfigError: when ``algo`` is not an rl_zoo3 algorithm (ours registered or not)."""
     known = sorted(set(adapter.zoo_algorithm_names()) | set(ALGOS))
     if algo not in known:
-        raise ZooConfigError(f"unknown algorithm {algo!r}{closest(algo, known)} (expected one of {', '.join(known)})")
+        raise ZooConfigError(
+            f"unknown algorithm {algo!r}{did_you_mean(algo, known, separator='; ')} (expected one of {', '.join(known)})"
+        )
 
 
 def check_env_id(env_id: str) -> None:
     """:raise ZooConfigError: when ``env_id`` is not registered with Gymnasium, naming the closest registered id."""
     adapter.register_zoo_envs()
     if env_id not in gym.envs.registry:
-        raise ZooConfigError(f"unknown environment {env_id!r}{closest(env_id, gym.envs.registry.keys())}")
+        raise ZooConfigError(f"unknown environment {env_id!r}{did_you_mean(env_id, gym.envs.registry, separator='; ')}")
 
 
 #: Algorithms that act in continuous (Box) action spaces only: ours, SB3's TD3 and DDPG, and SAC / TQC.
@@ -250,7 +228,7 @@ def check_hyperparams(algo: str, hyperparams: dict[str, Any], source: str, overr
             continue
         else:
             others = [name for name, other in ALGOS.items() if key in inspect.signature(other.__init__).parameters]
-            hint = f" (it is a hyperparameter of {', '.join(others)})" if others else closest(key, valid)
+            hint = f" (it is a hyperparameter of {', '.join(others)})" if others else did_you_mean(key, valid, separator="; ")
             raise ZooConfigError(f"{where}: unknown hyperparameter {key!r} for {algo}{hint}")
 
         # bool is an int to Python, but true/false for a count (or 0/1 for a switch) is a mistake
@@ -323,16 +301,7 @@ def config_entries(algo: str, conf_file: str | None = None) -> dict[str, Any]:
     :param conf_file: the YAML file (default: the config of ``algo``, e.g. ``zoo_configs/ablatable_td3.yml``)
     :raise ZooConfigError: a missing or unreadable file, or one that is not a mapping
     """
-    conf_file = conf_file or default_config_file(algo)
-    try:
-        entries = yaml.safe_load(Path(conf_file).read_text()) or {}
-    except OSError as error:
-        raise ZooConfigError(f"config file {conf_file}: not readable ({error})") from None
-    except yaml.YAMLError as error:
-        raise ZooConfigError(f"{conf_file}: not valid YAML ({error})".replace("\n", " ")) from None
-    if not isinstance(entries, dict):
-        raise ZooConfigError(f"{conf_file}: not a zoo config (a mapping of environment ids)")
-    return entries
+    return read_config_entries(conf_file or default_config_file(algo))
 
 
 def zoo_budget(algo: str, env_id: str, entries: dict[str, Any] | None = None) -> int:
@@ -346,11 +315,8 @@ def zoo_budget(algo: str, env_id: str, entries: dict[str, Any] | None = None) ->
     :raise ZooConfigError: ``env_id`` has no entry with ``n_timesteps`` there
     """
     entries = config_entries(algo) if entries is None else entries
-    entry = entries.get(env_id) if env_id != "default" else None
-    if not isinstance(entry, dict) or "n_timesteps" not in entry:
-        shown = f"zoo_configs/{algo}.yml" if algo in OWN_ALGOS else default_config_file(algo)
-        raise ZooConfigError(f"{env_id} has no n_timesteps in {shown}")
-    return int(float(entry["n_timesteps"]))  # YAML's 1e6 is a float (rl_zoo3 takes int() of it)
+    shown = f"zoo_configs/{algo}.yml" if algo in OWN_ALGOS else default_config_file(algo)
+    return entry_budget(entries, env_id, shown)
 
 
 def load_hyperparams(

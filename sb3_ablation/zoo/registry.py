@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sb3_ablation import SWITCHES
+from sb3_ablation.common.suggestions import did_you_mean
 from sb3_ablation.zoo.adapter import register_algorithm
-from sb3_ablation.zoo.hyperparams import ALGOS, OWN_ALGOS, ZooConfigError, closest
+from sb3_ablation.zoo.hyperparams import ALGOS, OWN_ALGOS, ZooConfigError
 from sb3_ablation.zoo.hyperparams_opt import (
     convert_ablation_params,
     sample_ablatable_td3_params,
@@ -40,7 +41,8 @@ def register(tune_switches: Sequence[str] = (), search_space: Mapping[str, Mappi
     for switch in tune_switches:
         if switch not in SWITCHES:
             raise ZooConfigError(
-                f"--tune-switches: unknown switch {switch!r}{closest(switch, SWITCHES)} (switches: {', '.join(SWITCHES)})"
+                f"--tune-switches: unknown switch {switch!r}{did_you_mean(switch, SWITCHES, separator='; ')} "
+                f"(switches: {', '.join(SWITCHES)})"
             )
     if search_space is not None:
         samplers["ablatable_td3"] = functools.partial(sample_declared_params, space=dict(search_space))

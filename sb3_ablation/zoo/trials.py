@@ -45,6 +45,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import BatchedTD3
+from sb3_ablation.common.aggregates import iqm
 from sb3_ablation.common.random_streams import process_random_state, set_process_random_state
 from sb3_ablation.zoo.adapter import zoo_algorithm_class
 
@@ -53,9 +54,6 @@ if TYPE_CHECKING:
 
 
 def _iqm(values: Sequence[float]) -> float:
-    # imported when a trial aggregates by IQM: the study's statistics import rliable (with pandas, ~0.6 s)
-    from sb3_ablation.study.analyse.statistics import iqm
-
     return iqm(np.asarray(values, dtype=np.float64))
 
 

@@ -8,8 +8,11 @@ import argparse
 import ast
 import hashlib
 import inspect
+import sys
 import textwrap
+import threading
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -78,6 +81,47 @@ def test_the_patch_of_parse_args_is_undone_on_error():
         parser = argparse.ArgumentParser()
         parser.add_argument("--x", type=int)
         assert parser.parse_args(["--x", "3"]).x == 3
+
+
+def test_other_threads_parse_as_usual_while_a_zoo_command_parses(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["prog", "--x", "5"])
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--x", type=int)
+    original = argparse.ArgumentParser.parse_args
+    in_thread: list[Any] = []
+    with adapter._zoo_parse_args(None):
+        thread = threading.Thread(target=lambda: in_thread.append(parser.parse_args()))
+        thread.start()
+        thread.join()
+        with pytest.raises(adapter._ParserBuilt):  # this thread's parse of sys.argv is rl_zoo3's command parse
+            parser.parse_args()
+    assert in_thread == [argparse.Namespace(x=5)]
+    assert argparse.ArgumentParser.parse_args is original
+
+
+def test_two_threads_running_zoo_commands_take_turns_and_leave_argparse_as_it_was():
+    original = argparse.ArgumentParser.parse_args
+
+    def command(inside: threading.Event, leave: threading.Event) -> None:
+        with adapter._zoo_parse_args(["--x", "1"]):
+            inside.set()
+            leave.wait(10)
+
+    first_inside, first_leave, second_inside, second_leave = (threading.Event() for _ in range(4))
+    first = threading.Thread(target=command, args=(first_inside, first_leave))
+    first.start()
+    assert first_inside.wait(10)
+    second = threading.Thread(target=command, args=(second_inside, second_leave))
+    second.start()
+    # the second waits until the first has restored argparse (else it would save the first's replacement as the
+    # original, and restore that when it leaves after the first)
+    assert not second_inside.wait(0.5)
+    first_leave.set()
+    first.join()
+    assert second_inside.wait(10)
+    second_leave.set()
+    second.join()
+    assert argparse.ArgumentParser.parse_args is original
 
 
 def _manager_call(tree: ast.AST, name: str) -> ast.Call:

@@ -1,5 +1,8 @@
-"""``learn()`` without ``total_timesteps``: the budget read from the zoo configs by the zoo's own code, the env id
+"""``learn()`` without ``total_timesteps``: the budget read from the shipped zoo configs (without rl_zoo3), the env id
 found through wrappers, and the errors (tests/unit/test_learn_budget.py has the shipped values and the batched case)."""
+
+import subprocess
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -8,6 +11,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_ablation import DDPG, AblatableTD3
+from sb3_ablation.common import zoo_budget
 from sb3_ablation.common.zoo_budget import env_id_of
 from sb3_ablation.zoo import hyperparams
 
@@ -22,7 +26,8 @@ def zoo_configs(tmp_path, monkeypatch):
         "MountainCarContinuous-v0:\n  policy: MlpPolicy\n"
     )
     (tmp_path / "ddpg_scratch.yml").write_text("Pendulum-v1:\n  n_timesteps: 40\n")
-    monkeypatch.setattr(hyperparams, "config_dir", lambda: tmp_path)
+    monkeypatch.setattr(zoo_budget, "config_dir", lambda: tmp_path)  # where learn() looks
+    monkeypatch.setattr(hyperparams, "config_dir", lambda: tmp_path)  # where the zoo's commands look
     return tmp_path
 
 
@@ -40,7 +45,7 @@ class NoSpecEnv(gym.Env):
 
 
 @pytest.mark.parametrize(("algo", "steps"), [(AblatableTD3, 60), (DDPG, 40)])
-def test_learn_reads_its_algorithms_config_through_the_zoo(zoo_configs, algo, steps, capsys):
+def test_learn_reads_its_algorithms_zoo_config(zoo_configs, algo, steps, capsys):
     model = algo("MlpPolicy", "Pendulum-v1", verbose=1, **TINY).learn()
     assert model.num_timesteps == steps
     config = "ablatable_td3" if algo is AblatableTD3 else "ddpg_scratch"
@@ -86,3 +91,16 @@ def test_a_registered_env_without_an_entry_names_total_timesteps_and_the_config(
             model.learn()
     finally:
         del gym.envs.registry["NewcomerNoSpec-v0"]
+
+
+def test_the_budget_is_read_without_rl_zoo3_and_as_the_zoo_reads_it(zoo_configs):
+    # the algorithms sit below the zoo integration: their default budget must not need it (nor rl_zoo3)
+    code = (
+        "import sys, gymnasium as gym; from sb3_ablation.common.zoo_budget import default_budget; "
+        "print(default_budget('ablatable_td3', gym.make('Pendulum-v1'))); "
+        "print(sorted(m for m in sys.modules if m.startswith(('rl_zoo3', 'sb3_ablation.zoo'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out == ["(20000, 'Pendulum-v1')", "[]"]
+    for algo in ("ablatable_td3", "ddpg_scratch"):
+        assert hyperparams.zoo_budget(algo, "Pendulum-v1") == zoo_budget.default_budget(algo, gym.make("Pendulum-v1"))[0]

@@ -14,7 +14,6 @@ when the two act independently. In a fraction every estimate is the sum of the e
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from sb3_ablation.common.suggestions import did_you_mean
 from sb3_ablation.study.plan.designs import Design, aliases, effect_words, model_matrix, multiply, word_name
 from sb3_ablation.switches import SWITCHES
 
@@ -166,8 +166,7 @@ def _factor(design: Design, name: str) -> int:
         return design.factors.index(name)
     if len(name) == 1 and name in design.letters:
         return design.letters.index(name)
-    close = difflib.get_close_matches(name, design.factors, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = did_you_mean(name, design.factors)
     raise ValueError(f"{name!r} is not a factor of the design{hint}; expected one of {', '.join(design.factors)}")
 
 

@@ -26,7 +26,6 @@ empty: one analysis at the planned seeds.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import math
 from collections.abc import Mapping
@@ -35,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from sb3_ablation.common.suggestions import quoted_with_suggestion
 
 OUTCOMES = ("final_window", "last", "auc", "overestimation")
 #: the paired tests the report can use (sb3_ablation.study.analyse.paired_tests); the default comes from the committed
@@ -155,7 +156,7 @@ class AnalysisPlan:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            hints = ", ".join(_did_you_mean(key, known) for key in unknown)
+            hints = ", ".join(quoted_with_suggestion(key, known) for key in unknown)
             plural = "s" if len(unknown) > 1 else ""
             raise PlanError(f"analysis: unknown key{plural} {hints}; expected some of {', '.join(sorted(known))}")
         for key in ("looks", "seeds"):
@@ -206,23 +207,14 @@ def check_plan_envs(plan: AnalysisPlan, envs: list[str], where: str = "analysis"
         ``pendulum-v1`` for ``Pendulum-v1``), which would otherwise be ignored without a word; every such env is
         named, with the closest env of the study (case ignored)
     """
-    by_lower = {env.lower(): env for env in envs}
     for key in ("margins", "failure_returns"):
         unknown = [env for env in getattr(plan, key) if env not in envs]
         if unknown:
-            hints = []
-            for env in unknown:
-                close = difflib.get_close_matches(env.lower(), list(by_lower), n=1)
-                hints.append(f"{env!r} (did you mean {by_lower[close[0]]!r}?)" if close else repr(env))
+            hints = [quoted_with_suggestion(env, envs, ignore_case=True) for env in unknown]
             raise PlanError(
                 f"{where}: {key} of env{'s' * (len(unknown) > 1)} not in the study: {', '.join(hints)}; "
                 f"the study's envs are {', '.join(envs)}"
             )
-
-
-def _did_you_mean(key: str, known: set[str]) -> str:
-    close = difflib.get_close_matches(key, sorted(known), n=1)
-    return f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import json
 import os
@@ -15,6 +14,7 @@ import gymnasium as gym
 import yaml
 
 from sb3_ablation.common.devices import device_problem
+from sb3_ablation.common.suggestions import quoted_with_suggestion
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, PlanError, check_plan_envs
 from sb3_ablation.study.plan.records import RunTask
 from sb3_ablation.study.plan.tuning import TuningError, TuningPlan
@@ -342,9 +342,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     :param known: the valid names
     :return: ``'name'``, followed by `` (did you mean 'closest'?)`` when a valid name is close (case ignored)
     """
-    candidates = {candidate.lower(): candidate for candidate in known}
-    close = difflib.get_close_matches(name.replace("-", "_").lower(), list(candidates), n=1)
-    return f"{name!r} (did you mean {candidates[close[0]]!r}?)" if close else repr(name)
+    return quoted_with_suggestion(name.replace("-", "_"), known, ignore_case=True, shown=name)
 
 
 def check_envs(envs: list[str]) -> None:

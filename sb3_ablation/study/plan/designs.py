@@ -30,7 +30,6 @@ word: ``A=BCD`` is kept as ``D=ABC``, the same fraction), so one fraction has on
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import re
 from collections.abc import Mapping, Sequence
@@ -40,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from sb3_ablation.common.suggestions import did_you_mean
 from sb3_ablation.switches import SWITCHES
 
 # "I" is left out: it names the identity word of a defining relation (as in Box, Hunter & Hunter)
@@ -231,8 +231,7 @@ def _check_switches(switches: Sequence[str], context: str) -> tuple[str, ...]:
     """The switches in ``SWITCHES`` order; a one-line ``ValueError`` for an unknown, repeated or missing one."""
     for switch in switches:
         if switch not in SWITCHES:
-            close = difflib.get_close_matches(switch, SWITCHES, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(switch, SWITCHES)
             raise ValueError(f"{context}: unknown switch {switch!r}{hint}; expected some of {', '.join(SWITCHES)}")
     repeated = [s for s in SWITCHES if list(switches).count(s) > 1]
     if repeated:
@@ -316,8 +315,7 @@ def parse_design(spec: str) -> Design | None:
     if name not in DESIGN_NAMES:
         if not colon:
             return None
-        close = difflib.get_close_matches(name, DESIGN_NAMES, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = did_you_mean(name, DESIGN_NAMES)
         raise ValueError(
             f"{spec}: unknown design {name!r}{hint}; expected factorial:<switch>,... or fraction:<switch>,...[/<generators>]"
         )

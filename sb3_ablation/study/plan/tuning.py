@@ -33,12 +33,12 @@ left out of that variant's space, so no trial is spent on a dimension without ef
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sb3_ablation.common.suggestions import quoted_with_suggestion
 from sb3_ablation.switches import BY_NAME, SWITCHES
 
 #: the trial's value over its seeds (:data:`sb3_ablation.zoo.trials.AGGREGATES`)
@@ -89,11 +89,6 @@ class TuningError(ValueError):
     """A ``tuning:`` section that cannot be used, reported as one line naming the key."""
 
 
-def _did_you_mean(name: str, known: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -120,7 +115,7 @@ def check_range(name: str, spec: Any) -> dict[str, Any]:
         raise TuningError(f"{where} must be {{low: ..., high: ...}} or {{choices: [...]}}, got {spec!r}")
     unknown = [str(key) for key in spec if key not in RANGE_KEYS]
     if unknown:
-        names = ", ".join(_did_you_mean(key, RANGE_KEYS) for key in unknown)
+        names = ", ".join(quoted_with_suggestion(key, RANGE_KEYS) for key in unknown)
         raise TuningError(f"{where}: unknown key {names}; expected low and high (with log or step), or choices")
     integer = SEARCHABLE[name]
     kind = "integers" if integer else "numbers"
@@ -204,7 +199,7 @@ class TuningPlan:
             raise TuningError(f"tuning must be a mapping of {', '.join(KEYS)}, got {data!r}")
         unknown = [str(key) for key in data if str(key).replace("-", "_") not in KEYS]
         if unknown:
-            names = ", ".join(_did_you_mean(key.replace("-", "_"), KEYS) for key in unknown)
+            names = ", ".join(quoted_with_suggestion(key.replace("-", "_"), KEYS) for key in unknown)
             raise TuningError(f"unknown key {names} in tuning; expected some of {', '.join(KEYS)}")
         data = {str(key).replace("-", "_"): value for key, value in data.items()}
         for key in ("n_trials", "seeds", "search_space"):
@@ -229,7 +224,7 @@ class TuningPlan:
                 )
             if str(name) not in SEARCHABLE:
                 raise TuningError(
-                    f"tuning.search_space: unknown hyperparameter {_did_you_mean(str(name), list(SEARCHABLE))}; "
+                    f"tuning.search_space: unknown hyperparameter {quoted_with_suggestion(str(name), list(SEARCHABLE))}; "
                     f"expected some of {', '.join(SEARCHABLE)}"
                 )
         checked = {str(name): check_range(str(name), spec) for name, spec in space.items()}
@@ -238,7 +233,7 @@ class TuningPlan:
         for key, valid in choices.items():
             value = data.get(key, getattr(cls, key))
             if value not in valid:
-                raise TuningError(f"tuning.{key} {_did_you_mean(str(value), valid)} is not one of {', '.join(valid)}")
+                raise TuningError(f"tuning.{key} {quoted_with_suggestion(str(value), valid)} is not one of {', '.join(valid)}")
             named[key] = str(value)
         eval_episodes = data.get("eval_episodes")
         startup = data.get("n_startup_trials")

@@ -25,10 +25,10 @@ once.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from sb3_ablation.common.suggestions import did_you_mean
 from sb3_ablation.study.plan.designs import Design, parse_design
 from sb3_ablation.switches import BY_NAME, DEFAULTS, SWITCHES, TABLE, TD3_ADDITIONS
 
@@ -99,8 +99,7 @@ def canonical_name(switches: dict[str, bool]) -> str:
 
 def _unknown(token: str, name: str) -> ValueError:
     candidates = ["td3", "ddpg", *REFERENCE_ALGOS, *PRESETS, *SWITCHES, *SWITCH_OFF_VARIANTS]
-    close = difflib.get_close_matches(token, candidates, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = did_you_mean(token, candidates)
     return ValueError(
         f"unknown variant part {token!r} in {name!r}{hint}; expected td3, ddpg, ref_ddpg, ref_sb3_td3, a preset "
         f"({', '.join(PRESETS)}), or parts joined with '+' among no_<switch> / <switch> with switch in {', '.join(SWITCHES)}"
