@@ -41,9 +41,9 @@ bench: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) benchmarks/throughput.py
 
 # The documentation (Sphinx, MyST, sphinx-rtd-theme) into docs/_build/html, strict: a warning fails the build (-E:
-# every page is read again, so no warning hides in a cached page). First the generated pages: docs/results/ and
-# README's answer must be what the committed reports give (otherwise run `python tools/docs_results.py` and
-# `python tools/readme_answer.py`).
+# every page is read again, so no warning hides in a cached page). First the generated pages: docs/results/, README's
+# answer and the answer key must be what the committed reports give (otherwise run `python tools/docs_results.py`,
+# `python tools/readme_answer.py` and `python tools/answer_key.py`).
 DOCS_STAMP := $(VENV)/.docs-installed
 $(DOCS_STAMP): $(STAMP)
 	$(PY) -m pip install -q -c constraints.txt -e ".[docs]"
@@ -52,4 +52,5 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	$(PY) tools/docs_results.py --check
 	$(PY) tools/readme_answer.py --check
+	$(PY) tools/answer_key.py --check
 	OMP_NUM_THREADS=1 $(PY) -m sphinx -E -W --keep-going -q -b html docs docs/_build/html

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "results").glob("*.md"))]
 sys.path.insert(0, str(ROOT / "tools"))
 
+import answer_key  # noqa: E402
 import docs_results  # noqa: E402
 
 
@@ -34,6 +35,46 @@ def test_readmes_answer_is_the_one_the_committed_reports_give():
 def test_the_results_pages_are_the_ones_the_committed_reports_give():
     result = _tool("tools/docs_results.py", "--check")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_answer_key_is_the_one_the_committed_reports_give():
+    result = _tool("tools/answer_key.py", "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_answer_key_follows_the_reports(tmp_path, monkeypatch):
+    """The answer key is generated from report.json: a verdict or an estimate changed in a report changes the page,
+    and --check then refuses the committed page."""
+    studies = tmp_path / "studies"
+    for folder in ("pendulum", "pendulum-batched", "multitask"):
+        (studies / folder).mkdir(parents=True)
+        (studies / folder / "report.json").write_text((ROOT / "docs" / "studies" / folder / "report.json").read_text())
+    monkeypatch.setattr(answer_key, "STUDIES", studies)
+    committed = (ROOT / "docs" / "answer-key.md").read_text()
+    assert answer_key.page() == committed
+    report = json.loads((studies / "pendulum" / "report.json").read_text())
+    entry = report["envs"]["Pendulum-v1"]["outcomes"][report["plan"]["primary"]]["variants"]["no_clipped_double_q"]
+    entry.update(verdict="differs", effect=-1234.5, ci=[-2000.0, -1000.0])
+    (studies / "pendulum" / "report.json").write_text(json.dumps(report))
+    page = answer_key.page()
+    section = page.split("### clipped_double_q")[1].split("###")[0]
+    assert "**differs**, -1,234.5 [-2,000.0, -1,000.0]" in section and '`MY_VERDICT = "differs"`, `MY_SIGN = "-"`' in section
+    assert "| clipped_double_q | differs -1,234 |" in page
+    monkeypatch.setattr(sys, "argv", ["answer_key.py", "--check"])
+    assert answer_key.main() == 1
+
+
+def test_the_answer_key_leaves_out_what_a_report_lacks(tmp_path, monkeypatch):
+    """Fields are read by key: a report without the 5-seed study or without an outcome loses those lines, no error."""
+    studies = tmp_path / "studies"
+    (studies / "pendulum").mkdir(parents=True)
+    report = json.loads((ROOT / "docs" / "studies" / "pendulum" / "report.json").read_text())
+    del report["envs"]["Pendulum-v1"]["outcomes"]["overestimation"]
+    (studies / "pendulum" / "report.json").write_text(json.dumps(report))
+    monkeypatch.setattr(answer_key, "STUDIES", studies)
+    page = answer_key.page()
+    assert "**The committed answer**" in page and "Overestimation at the end" not in page and "With 5 seeds" not in page
+    assert "| replay_buffer | differs -1,332 | — | — | — |" in page
 
 
 def test_the_check_names_a_stale_page(tmp_path, monkeypatch):
