@@ -16,9 +16,15 @@ import yaml
 from sb3_ablation.switches import markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "results").glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "results").glob("*.md")),
+    *sorted((ROOT / "docs" / "algorithms").glob("*.md")),
+]
 sys.path.insert(0, str(ROOT / "tools"))
 
+import algorithm_pages  # noqa: E402
 import answer_key  # noqa: E402
 import docs_results  # noqa: E402
 
@@ -75,6 +81,42 @@ def test_the_answer_key_leaves_out_what_a_report_lacks(tmp_path, monkeypatch):
     page = answer_key.page()
     assert "**The committed answer**" in page and "Overestimation at the end" not in page and "With 5 seeds" not in page
     assert "| replay_buffer | differs -1,332 | — | — | — |" in page
+
+
+def test_the_algorithm_pages_results_are_the_ones_the_committed_reports_give():
+    result = _tool("tools/algorithm_pages.py", "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_algorithm_pages_follow_the_reports(tmp_path, monkeypatch):
+    """The pages' Results blocks are generated from report.json: a changed baseline changes the block, --check refuses
+    the committed page, and a rewrite changes only the block."""
+    studies = tmp_path / "studies"
+    for folder in ("pendulum", "pendulum-2x6"):
+        (studies / folder).mkdir(parents=True)
+        for name in ("report.json", "study.json"):
+            (studies / folder / name).write_text((ROOT / "docs" / "studies" / folder / name).read_text())
+    pages = tmp_path / "algorithms"
+    pages.mkdir()
+    for name in algorithm_pages.GENERATORS:
+        (pages / name).write_text((ROOT / "docs" / "algorithms" / name).read_text())
+    monkeypatch.setattr(algorithm_pages, "STUDIES", studies)
+    monkeypatch.setattr(algorithm_pages, "PAGES", pages)
+    report = json.loads((studies / "pendulum-2x6" / "report.json").read_text())
+    outcome = report["envs"]["Pendulum-v1"]["outcomes"][report["plan"]["primary"]]
+    outcome["baseline"]["mean"] = -123.4
+    outcome["variants"]["ddpg"].update(verdict="differs", effect=-55.5, ci=[-60.0, -50.0])
+    (studies / "pendulum-2x6" / "report.json").write_text(json.dumps(report))
+    monkeypatch.setattr(sys, "argv", ["algorithm_pages.py", "--check"])
+    assert algorithm_pages.main() == 1
+    monkeypatch.setattr(sys, "argv", ["algorithm_pages.py"])
+    assert algorithm_pages.main() == 0
+    ddpg = (pages / "ddpg.md").read_text()
+    assert "| Pendulum-v1 | 20,000 | 10 | -123.4 | differs | -55.5 [-60.0, -50.0] |" in ddpg
+    assert "hopper-factorial" not in ddpg  # only the studies there are
+    committed = (ROOT / "docs" / "algorithms" / "ddpg.md").read_text()
+    assert ddpg.split(algorithm_pages.START)[0] == committed.split(algorithm_pages.START)[0]
+    assert ddpg.split(algorithm_pages.END)[1] == committed.split(algorithm_pages.END)[1]
 
 
 def test_the_check_names_a_stale_page(tmp_path, monkeypatch):
@@ -140,8 +182,9 @@ def test_every_relative_link_resolves(page):
 
 def test_every_page_is_in_the_sites_table_of_contents():
     index = (ROOT / "docs" / "index.md").read_text()
-    for page in (ROOT / "docs").glob("*.md"):
-        assert page.name == "index.md" or f"\n{page.stem}\n" in index, f"docs/{page.name} is in no toctree of index.md"
+    for page in [*(ROOT / "docs").glob("*.md"), *(ROOT / "docs" / "algorithms").glob("*.md")]:
+        name = page.relative_to(ROOT / "docs").with_suffix("").as_posix()
+        assert page.name == "index.md" or f"\n{name}\n" in index, f"docs/{name}.md is in no toctree of index.md"
 
 
 def test_the_guides_switch_table_is_the_generated_one():
