@@ -5,6 +5,7 @@ The pages are MyST markdown. ``results/`` is generated from the committed studie
 are not source pages: the results pages include their reports and point at their figures.
 """
 
+import inspect
 import sys
 from pathlib import Path
 
@@ -61,5 +62,20 @@ def _end_field_lists(app, what, name, obj, options, lines: list[str]) -> None:
     lines[:] = fixed
 
 
+def _constructor_signature(app, what, name, obj, options, signature, return_annotation):
+    """The constructor's own arguments for the algorithms: their base class defines ``__new__(cls, *args, **kwargs)``,
+    which autodoc would show instead (the types are in the parameter list below, as autodoc_typehints says; private
+    arguments left out)."""
+    if what != "class" or signature != "(*args, **kwargs)":
+        return None
+    try:
+        parameters = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    shown = [p.replace(annotation=inspect.Parameter.empty) for p in parameters if not p.name.startswith("_")]
+    return str(inspect.Signature(shown)), return_annotation
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", _end_field_lists)
+    app.connect("autodoc-process-signature", _constructor_signature)
