@@ -93,3 +93,13 @@ def test_an_image_observation_needs_a_cnn_policy_only_where_the_page_lists_one()
         listed = "`CnnPolicy`" in (PAGES / page).read_text().split("## Notes")[0]
         small = {**SMALL, "policy_kwargs": dict(net_arch=[8], features_extractor_kwargs=dict(features_dim=8))}
         assert _builds(lambda cls=cls, small=small: cls("CnnPolicy", DummyVecEnv([lambda: images]), **small)) == listed, page
+
+
+@pytest.mark.parametrize("page", CLASSES)
+def test_the_pages_example_runs(page, tmp_path, monkeypatch):
+    """Each page's Python example, as printed, with its 10,000-step budget cut to 300 (a few seconds)."""
+    (example,) = re.findall(r"```python\n(.*?)```", (PAGES / page).read_text(), re.DOTALL)
+    assert example.count("total_timesteps=10_000") == 1
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example.replace("total_timesteps=10_000", "total_timesteps=300"), page, "exec"), {})
+    assert list(tmp_path.glob("*.zip"))  # each example saves a model
