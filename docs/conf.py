@@ -6,6 +6,7 @@ are not source pages: the results pages include their reports and point at their
 """
 
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -45,6 +46,12 @@ autodoc_typehints = "description"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 
 
+def _literal_component_numbers(app, what, name, obj, options, lines: list[str]) -> None:
+    """``:param target_networks: (3) False: ...``: the switch's component number as text, not the start of a numbered
+    list (reST reads a one-line ``(3) ...`` as one, and the number then disappears from the page)."""
+    lines[:] = [re.sub(r"^(:param \w+: )\((\d)\) ", r"\1\\(\2) ", line) for line in lines]
+
+
 def _end_field_lists(app, what, name, obj, options, lines: list[str]) -> None:
     """A blank line after a field list that a plain sentence follows (``:param x: ...`` then ``Other parameters as
     ...``, the package's habit): reST needs it, and the strict build would refuse the docstring without it."""
@@ -77,5 +84,6 @@ def _constructor_signature(app, what, name, obj, options, signature, return_anno
 
 
 def setup(app):
+    app.connect("autodoc-process-docstring", _literal_component_numbers)
     app.connect("autodoc-process-docstring", _end_field_lists)
     app.connect("autodoc-process-signature", _constructor_signature)
