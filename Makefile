@@ -6,13 +6,17 @@ TORCH_VERSION ?= 2.13.0
 
 .PHONY: install test sb3-tests demo lint format bench docs
 
-$(STAMP): pyproject.toml constraints.txt
+# The virtual environment with the CPU build of torch first: a bare torch requirement would pull a multi-GB CUDA
+# build. "+cpu" matches only the CPU build (a local wheel, or PyTorch's CPU index as the fallback).
+define venv_with_cpu_torch
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# The CPU build of torch first: a bare torch requirement would pull a multi-GB CUDA build.
-	# "+cpu" matches only the CPU build (a local wheel, or PyTorch's CPU index as the fallback).
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "torch==$(TORCH_VERSION)+cpu" \
 		|| $(PY) -m pip install -q "torch==$(TORCH_VERSION)" --index-url https://download.pytorch.org/whl/cpu
+endef
+
+$(STAMP): pyproject.toml constraints.txt
+	$(venv_with_cpu_torch)
 	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
 	touch $(STAMP)
 
@@ -41,15 +45,20 @@ bench: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) benchmarks/throughput.py
 
 # The documentation (Sphinx, MyST, sphinx-rtd-theme) into docs/_build/html, strict: a warning fails the build (-E:
-# every page is read again, so no warning hides in a cached page). First the generated pages: docs/results/ and
-# README's answer must be what the committed reports give (otherwise run `python tools/docs_results.py` and
-# `python tools/readme_answer.py`).
+# every page is read again, so no warning hides in a cached page). First the generated pages: docs/results/, README's
+# answer, the answer key and the algorithm pages' results must be what the committed reports give (otherwise run
+# `python tools/docs_results.py`, `python tools/readme_answer.py`, `python tools/answer_key.py` and
+# `python tools/algorithm_pages.py`).
+# Only what the docs need: the package (autodoc imports it; no Ray, MuJoCo or test tools) and the `docs` extra.
 DOCS_STAMP := $(VENV)/.docs-installed
-$(DOCS_STAMP): $(STAMP)
+$(DOCS_STAMP): pyproject.toml constraints.txt
+	$(venv_with_cpu_torch)
 	$(PY) -m pip install -q -c constraints.txt -e ".[docs]"
 	touch $(DOCS_STAMP)
 
 docs: $(DOCS_STAMP)
 	$(PY) tools/docs_results.py --check
 	$(PY) tools/readme_answer.py --check
+	$(PY) tools/answer_key.py --check
+	$(PY) tools/algorithm_pages.py --check
 	OMP_NUM_THREADS=1 $(PY) -m sphinx -E -W --keep-going -q -b html docs docs/_build/html

@@ -5,6 +5,8 @@ The pages are MyST markdown. ``results/`` is generated from the committed studie
 are not source pages: the results pages include their reports and point at their figures.
 """
 
+import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -44,6 +46,12 @@ autodoc_typehints = "description"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 
 
+def _literal_component_numbers(app, what, name, obj, options, lines: list[str]) -> None:
+    """``:param target_networks: (3) False: ...``: the switch's component number as text, not the start of a numbered
+    list (reST reads a one-line ``(3) ...`` as one, and the number then disappears from the page)."""
+    lines[:] = [re.sub(r"^(:param \w+: )\((\d)\) ", r"\1\\(\2) ", line) for line in lines]
+
+
 def _end_field_lists(app, what, name, obj, options, lines: list[str]) -> None:
     """A blank line after a field list that a plain sentence follows (``:param x: ...`` then ``Other parameters as
     ...``, the package's habit): reST needs it, and the strict build would refuse the docstring without it."""
@@ -61,5 +69,21 @@ def _end_field_lists(app, what, name, obj, options, lines: list[str]) -> None:
     lines[:] = fixed
 
 
+def _constructor_signature(app, what, name, obj, options, signature, return_annotation):
+    """The constructor's own arguments for the algorithms: their base class defines ``__new__(cls, *args, **kwargs)``,
+    which autodoc would show instead (the types are in the parameter list below, as autodoc_typehints says; private
+    arguments left out)."""
+    if what != "class" or signature != "(*args, **kwargs)":
+        return None
+    try:
+        parameters = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    shown = [p.replace(annotation=inspect.Parameter.empty) for p in parameters if not p.name.startswith("_")]
+    return str(inspect.Signature(shown)), return_annotation
+
+
 def setup(app):
+    app.connect("autodoc-process-docstring", _literal_component_numbers)
     app.connect("autodoc-process-docstring", _end_field_lists)
+    app.connect("autodoc-process-signature", _constructor_signature)

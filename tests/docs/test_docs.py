@@ -16,9 +16,16 @@ import yaml
 from sb3_ablation.switches import markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "results").glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "results").glob("*.md")),
+    *sorted((ROOT / "docs" / "algorithms").glob("*.md")),
+]
 sys.path.insert(0, str(ROOT / "tools"))
 
+import algorithm_pages  # noqa: E402
+import answer_key  # noqa: E402
 import docs_results  # noqa: E402
 
 
@@ -34,6 +41,82 @@ def test_readmes_answer_is_the_one_the_committed_reports_give():
 def test_the_results_pages_are_the_ones_the_committed_reports_give():
     result = _tool("tools/docs_results.py", "--check")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_answer_key_is_the_one_the_committed_reports_give():
+    result = _tool("tools/answer_key.py", "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_answer_key_follows_the_reports(tmp_path, monkeypatch):
+    """The answer key is generated from report.json: a verdict or an estimate changed in a report changes the page,
+    and --check then refuses the committed page."""
+    studies = tmp_path / "studies"
+    for folder in ("pendulum", "pendulum-batched", "multitask"):
+        (studies / folder).mkdir(parents=True)
+        (studies / folder / "report.json").write_text((ROOT / "docs" / "studies" / folder / "report.json").read_text())
+    monkeypatch.setattr(answer_key, "STUDIES", studies)
+    committed = (ROOT / "docs" / "answer-key.md").read_text()
+    assert answer_key.page() == committed
+    report = json.loads((studies / "pendulum" / "report.json").read_text())
+    entry = report["envs"]["Pendulum-v1"]["outcomes"][report["plan"]["primary"]]["variants"]["no_clipped_double_q"]
+    entry.update(verdict="differs", effect=-1234.5, ci=[-2000.0, -1000.0])
+    (studies / "pendulum" / "report.json").write_text(json.dumps(report))
+    page = answer_key.page()
+    section = page.split("### clipped_double_q")[1].split("###")[0]
+    assert "**differs**, -1,234.5 [-2,000.0, -1,000.0]" in section and '`MY_VERDICT = "differs"`, `MY_SIGN = "-"`' in section
+    assert "| clipped_double_q | differs -1,234 |" in page
+    monkeypatch.setattr(sys, "argv", ["answer_key.py", "--check"])
+    assert answer_key.main() == 1
+
+
+def test_the_answer_key_leaves_out_what_a_report_lacks(tmp_path, monkeypatch):
+    """Fields are read by key: a report without the 5-seed study or without an outcome loses those lines, no error."""
+    studies = tmp_path / "studies"
+    (studies / "pendulum").mkdir(parents=True)
+    report = json.loads((ROOT / "docs" / "studies" / "pendulum" / "report.json").read_text())
+    del report["envs"]["Pendulum-v1"]["outcomes"]["overestimation"]
+    (studies / "pendulum" / "report.json").write_text(json.dumps(report))
+    monkeypatch.setattr(answer_key, "STUDIES", studies)
+    page = answer_key.page()
+    assert "**The committed answer**" in page and "Overestimation at the end" not in page and "With 5 seeds" not in page
+    assert "| replay_buffer | differs -1,332 | — | — | — |" in page
+
+
+def test_the_algorithm_pages_results_are_the_ones_the_committed_reports_give():
+    result = _tool("tools/algorithm_pages.py", "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_algorithm_pages_follow_the_reports(tmp_path, monkeypatch):
+    """The pages' Results blocks are generated from report.json: a changed baseline changes the block, --check refuses
+    the committed page, and a rewrite changes only the block."""
+    studies = tmp_path / "studies"
+    for folder in ("pendulum", "pendulum-2x6"):
+        (studies / folder).mkdir(parents=True)
+        for name in ("report.json", "study.json"):
+            (studies / folder / name).write_text((ROOT / "docs" / "studies" / folder / name).read_text())
+    pages = tmp_path / "algorithms"
+    pages.mkdir()
+    for name in algorithm_pages.GENERATORS:
+        (pages / name).write_text((ROOT / "docs" / "algorithms" / name).read_text())
+    monkeypatch.setattr(algorithm_pages, "STUDIES", studies)
+    monkeypatch.setattr(algorithm_pages, "PAGES", pages)
+    report = json.loads((studies / "pendulum-2x6" / "report.json").read_text())
+    outcome = report["envs"]["Pendulum-v1"]["outcomes"][report["plan"]["primary"]]
+    outcome["baseline"]["mean"] = -123.4
+    outcome["variants"]["ddpg"].update(verdict="differs", effect=-55.5, ci=[-60.0, -50.0])
+    (studies / "pendulum-2x6" / "report.json").write_text(json.dumps(report))
+    monkeypatch.setattr(sys, "argv", ["algorithm_pages.py", "--check"])
+    assert algorithm_pages.main() == 1
+    monkeypatch.setattr(sys, "argv", ["algorithm_pages.py"])
+    assert algorithm_pages.main() == 0
+    ddpg = (pages / "ddpg.md").read_text()
+    assert "| Pendulum-v1 | 20,000 | 10 | -123.4 | differs | -55.5 [-60.0, -50.0] |" in ddpg
+    assert "hopper-factorial" not in ddpg  # only the studies there are
+    committed = (ROOT / "docs" / "algorithms" / "ddpg.md").read_text()
+    assert ddpg.split(algorithm_pages.START)[0] == committed.split(algorithm_pages.START)[0]
+    assert ddpg.split(algorithm_pages.END)[1] == committed.split(algorithm_pages.END)[1]
 
 
 def test_the_check_names_a_stale_page(tmp_path, monkeypatch):
@@ -99,8 +182,9 @@ def test_every_relative_link_resolves(page):
 
 def test_every_page_is_in_the_sites_table_of_contents():
     index = (ROOT / "docs" / "index.md").read_text()
-    for page in (ROOT / "docs").glob("*.md"):
-        assert page.name == "index.md" or f"\n{page.stem}\n" in index, f"docs/{page.name} is in no toctree of index.md"
+    for page in [*(ROOT / "docs").glob("*.md"), *(ROOT / "docs" / "algorithms").glob("*.md")]:
+        name = page.relative_to(ROOT / "docs").with_suffix("").as_posix()
+        assert page.name == "index.md" or f"\n{name}\n" in index, f"docs/{name}.md is in no toctree of index.md"
 
 
 def test_the_guides_switch_table_is_the_generated_one():

@@ -121,3 +121,21 @@ def test_multi_seed_tuning(clean_install):
         "--trial-aggregate", "iqm", "--seed", "0", "--hyperparams", *TINY)  # fmt: skip
     best = (work / "tune" / "ablatable_td3" / "best_Pendulum-v1.yml").read_text()
     assert "iqm over seeds [0, 1]" in best.splitlines()[0]
+
+
+def test_the_committed_reports_ship_in_the_wheel(clean_install):
+    """The course notebook's section 5 reads the committed studies' report.json files from the installed package."""
+    bin_folder, work = clean_install
+    result = subprocess.run(
+        [str(bin_folder / "python"), "-c", "import sb3_ablation; print(sb3_ablation.__file__)"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shipped = Path(result.stdout.strip()).parent / "committed_studies"
+    committed = sorted((REPO / "docs" / "studies").glob("*/report.json"))
+    assert committed and sorted(path.parent.name for path in shipped.glob("*/report.json")) == [
+        path.parent.name for path in committed
+    ]
+    assert all((shipped / path.parent.name / "report.json").read_bytes() == path.read_bytes() for path in committed)

@@ -1,6 +1,6 @@
-"""The course notebook: committed without outputs, runnable top to bottom (with the tiny budgets of
-``SB3_ABLATION_QUICK=1``, about a minute), on the public API, with the committed studies' numbers read from their
-report.json files."""
+"""The course notebook: committed without outputs and without predictions, runnable top to bottom once a student has
+written one (with the tiny budgets of ``SB3_ABLATION_QUICK=1``, about a minute), on the public API, with the committed
+studies' numbers read from their report.json files."""
 
 from pathlib import Path
 
@@ -8,6 +8,18 @@ import nbformat
 import pytest
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "td3_ablation_exercise.ipynb"
+PREDICTION = ("COMPONENT", "MY_VERDICT", "MY_SIGN", "MY_REASON")
+# what a student writes into the prediction cell (4a)
+STUDENTS_PREDICTION = """COMPONENT = "target_policy_smoothing"
+MY_VERDICT = "unresolved"
+MY_SIGN = "-"
+MY_REASON = "Pendulum's critic barely overestimates, so smoothing its targets changes little."
+"""
+
+
+def _prediction_cell(notebook):
+    (cell,) = [cell for cell in notebook.cells if cell.cell_type == "code" and "MY_VERDICT = " in cell.source]
+    return cell
 
 
 def test_notebook_is_committed_without_outputs():
@@ -18,12 +30,38 @@ def test_notebook_is_committed_without_outputs():
         assert cell.outputs == [] and cell.execution_count is None, cell.source[:80]
 
 
+def test_notebook_leaves_the_prediction_to_the_student():
+    """Cell 4a holds no prediction: every value is None until the student writes it, and cell 4b refuses to run
+    before (the study would otherwise show the answer first)."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    assignments = dict(line.split(" = ", 1) for line in _prediction_cell(notebook).source.splitlines())
+    assert {name: value.split("#")[0].strip() for name, value in assignments.items()} == dict.fromkeys(PREDICTION, "None")
+    (run_it,) = [cell for cell in notebook.cells if cell.cell_type == "code" and "run_study(mine)" in cell.source]
+    checks = run_it.source.split("mine = StudyConfig")[0]  # the lines before the study
+    scope: dict = {}
+    exec(_prediction_cell(notebook).source, scope)
+    with pytest.raises(ValueError, match="write your prediction in the cell above first: COMPONENT, MY_VERDICT"):
+        exec(checks, scope)
+    exec(STUDENTS_PREDICTION, scope)
+    exec(checks, scope)  # a written prediction passes
+
+
+def test_notebook_installs_without_editing():
+    """The install cell has no placeholder address to replace: it installs an uploaded wheel (or asks for one on
+    Colab), or SOURCE when set, and says what to do otherwise."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    install = notebook.cells[2].source
+    assert "<org>" not in install and 'SOURCE = ""' in install
+    assert 'glob("sb3_ablation-*.whl")' in install and "files.upload()" in install and "pip wheel --no-deps" in install
+
+
 def test_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
     from nbclient import NotebookClient
 
     monkeypatch.setenv("SB3_ABLATION_QUICK", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
+    _prediction_cell(notebook).source = STUDENTS_PREDICTION
     NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = "".join(
         output.get("text", "") + "".join(str(output.get("data", {}).get(kind, "")) for kind in ("text/markdown", "text/plain"))

@@ -273,11 +273,12 @@ def test_module_entry_point_reports_bad_key_without_traceback(tmp_path):
 
 
 def test_every_subpackage_is_packaged():
-    # pyproject lists packages explicitly (to ship zoo_configs/ as sb3_ablation/zoo_configs): keep the list complete
+    # pyproject lists packages explicitly (to ship zoo_configs/ as sb3_ablation/zoo_configs, and docs/studies' reports as
+    # sb3_ablation/committed_studies): keep the list complete
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     on_disk = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "sb3_ablation").rglob("__init__.py")}
-    assert on_disk | {"sb3_ablation.zoo_configs"} == listed
+    assert on_disk | {"sb3_ablation.zoo_configs", "sb3_ablation.committed_studies"} == listed
 
 
 @pytest.mark.parametrize(
