@@ -34,9 +34,9 @@ from stable_baselines3.common.noise import NormalActionNoise
 # runnable from a checkout without installing the package
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sb3_ablation.benchmark.cli import parse_model_list, parse_net_archs
-from sb3_ablation.benchmark.models import MODEL_NAMES, build_model
-from sb3_ablation.benchmark.tables import format_table
+from sb3_ablation.throughput.cli import parse_model_list, parse_net_archs
+from sb3_ablation.throughput.models import MODEL_NAMES, build_model
+from sb3_ablation.throughput.tables import format_table
 from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.analyse.statistics import outcome_statistics
 
@@ -121,7 +121,7 @@ def train_and_evaluate(algo: str, seed: int, config: dict[str, Any]) -> dict[str
     """
     Train one model and evaluate its deterministic policy (runs in a worker process).
 
-    :param algo: model name (see ``sb3_ablation.benchmark.models.MODEL_NAMES``)
+    :param algo: model name (see ``sb3_ablation.throughput.models.MODEL_NAMES``)
     :param seed: seed of the model and the training environment (evaluation uses ``seed + 10_000``)
     :param config: from ``run_configuration``
     :return: algorithm, seed, mean evaluation return and training seconds

@@ -36,7 +36,7 @@ DESIGNS = (
     ((5, 10, 20), "obrien-fleming"),
     ((5, 10, 20), "pocock"),
     ((10, 20), "obrien-fleming"),
-    ((10, 20), "pocock"),  # studies/pendulum_sequential.yml
+    ((10, 20), "pocock"),  # study_files/pendulum_sequential.yml
 )
 #: (test, equivalence test): the defaults (Holm over 2m) and one test for both claims (Shaffer)
 PAIRS = (("wilcoxon", "signflip"), ("wilcoxon", "wilcoxon"), ("t", "t"))

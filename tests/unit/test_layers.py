@@ -75,14 +75,14 @@ RESTS_ON: dict[str, tuple[str, ...]] = {
     "batched": ("td3",),
     "__init__.py": ("ddpg", "td3"),  # the public names: AblatableTD3, DDPG, SWITCHES
     "zoo": ("__init__.py", "batched"),  # rl_zoo3 integration
-    "benchmark": ("__init__.py",),  # training throughput
+    "throughput": ("__init__.py",),  # training throughput
     "study": (),  # study/__init__.py (its docstring names the study's layers)
     "study/plan": ("zoo",),
     "study/store": ("study/plan",),
     "study/run": ("study/store",),
     "study/analyse": ("study/run",),
     "study/render": ("study/analyse",),
-    "cli": ("study/render", "benchmark"),  # the `sb3-ablation` command
+    "cli": ("study/render", "throughput"),  # the `sb3-ablation` command
     "__main__.py": ("cli",),
     "train.py": ("cli",),
     "enjoy.py": ("cli",),

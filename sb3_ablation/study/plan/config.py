@@ -272,8 +272,8 @@ def to_jsonable(value: Any) -> Any:
 
 
 def shipped_studies() -> dict[str, Path]:
-    """The study files shipped with the package (``sb3_ablation/studies/<name>.yml``), by name."""
-    folder = Path(__file__).resolve().parents[2] / "studies"
+    """The study files shipped with the package (``sb3_ablation/study_files/<name>.yml``), by name."""
+    folder = Path(__file__).resolve().parents[2] / "study_files"
     return {path.stem: path for path in sorted(folder.glob("*.yml"))}
 
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import torch as th
 
-from sb3_ablation.benchmark.measure import bench_gradient_steps, bench_learn, hardware_info
-from sb3_ablation.benchmark.models import ENV_ID, MODEL_NAMES, collect_random_transitions
-from sb3_ablation.benchmark.tables import (
+from sb3_ablation.throughput.measure import bench_gradient_steps, bench_learn, hardware_info
+from sb3_ablation.throughput.models import ENV_ID, MODEL_NAMES, collect_random_transitions
+from sb3_ablation.throughput.tables import (
     gradient_table,
     hardware_line,
     learn_table,
