@@ -8,22 +8,28 @@ rl_zoo3's own for one seed per trial; with several (:attr:`AblationExperimentMan
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import io
 import os
 import shutil
 import warnings
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import gymnasium as gym
 import optuna
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_ablation.common.off_policy import OffPolicyActorCritic
 from sb3_ablation.zoo.adapter import ZooExperimentManager
 from sb3_ablation.zoo.export import ZOO_ENTRY_ATTR, optuna_storage, to_zoo_entry
 from sb3_ablation.zoo.hyperparams import (
     ALGOS,
+    OWN_ALGOS,
     ZooConfigError,
+    check_env_id,
     check_hyperparams,
     default_config_file,
     drop_null_noise,
@@ -31,6 +37,7 @@ from sb3_ablation.zoo.hyperparams import (
     missing_dependency_message,
     read_entry,
 )
+from sb3_ablation.zoo.registry import register
 from sb3_ablation.zoo.trials import STUDY_AGGREGATE_ATTR, STUDY_TRIAL_SEEDS_ATTR, multi_seed_objective
 
 
@@ -124,16 +131,31 @@ class AblationExperimentManager(ZooExperimentManager):
                 with contextlib.suppress(OSError):
                     os.rmdir(folder)  # only when empty
 
+    def starting(self) -> None:
+        """Called once the run is set up, as its training (or its trials) start: a hook (``train`` prints then)."""
+
+    def learn(self, model: BaseAlgorithm) -> None:
+        self.starting()
+        super().learn(model)
+
     def hyperparameters_optimization(self) -> None:
         if self.storage is not None and self.study_name is not None:
-            study = optuna.create_study(
-                storage=optuna_storage(self.storage), study_name=self.study_name, load_if_exists=True, direction="maximize"
-            )
-            self._check_trial_settings(study)
+            try:
+                study = optuna.create_study(
+                    storage=optuna_storage(self.storage),
+                    study_name=self.study_name,
+                    load_if_exists=True,
+                    direction="maximize",
+                )
+                self._check_trial_settings(study)
+            except ZooConfigError:
+                self.remove_run_folder()  # a refused run leaves nothing behind
+                raise
             try:
                 study.set_user_attr(ZOO_ENTRY_ATTR, to_zoo_entry(self.zoo_entry))
             except (TypeError, ValueError):  # a value that is not plain JSON (e.g. a class given via --hyperparams)
                 warnings.warn("the untuned hyperparameters could not be saved in the study; export will read the config")
+        self.starting()
         super().hyperparameters_optimization()
 
     def _check_trial_settings(self, study: optuna.Study) -> None:
@@ -161,3 +183,72 @@ class AblationExperimentManager(ZooExperimentManager):
         if self.trial_seeds == 1:
             return super().objective(trial)
         return multi_seed_objective(self, trial, self.trial_seeds, self.trial_aggregate)
+
+
+class _ModelOnlyManager(AblationExperimentManager):
+    """``train``'s experiment manager for :func:`zoo_model`: writes no log folder, config files or Monitor CSV files."""
+
+    write_files = False
+
+    def create_envs(self, n_envs: int, eval_env: bool = False, no_log: bool = False) -> VecEnv:
+        return super().create_envs(n_envs, eval_env=eval_env, no_log=True)
+
+
+Model = TypeVar("Model", bound=OffPolicyActorCritic)
+
+
+def zoo_model(
+    algo_class: type[Model],
+    env_id: str,
+    changes: dict[str, Any],
+    seed: int | None = None,
+    verbose: int = 0,
+    device: Any = "auto",
+    tensorboard_log: str | None = None,
+    conf_file: str | None = None,
+) -> Model:
+    """
+    The model ``sb3-ablation train --algo <algo> --env <env_id> --seed <seed> --hyperparams <changes>`` builds, by the
+    same experiment manager (the global seeding, the entry's reading, checks and preprocessing, the env stack and the
+    constructor call), writing nothing; the entry's budget is kept on the model for ``learn()`` without one
+    (see :meth:`sb3_ablation.common.off_policy.OffPolicyActorCritic.from_zoo`).
+
+    :param algo_class: ``AblatableTD3`` or ``DDPG``
+    :raise TypeError: a class without a zoo config of its own (e.g. ``BatchedTD3``)
+    :raise ZooConfigError: unknown env, unknown hyperparameter, a value of the wrong type, an env that cannot be made
+    """
+    algo = next((name for name in OWN_ALGOS if ALGOS[name] is algo_class), None)
+    if algo is None:
+        own = " and ".join(ALGOS[name].__name__ for name in OWN_ALGOS)
+        raise TypeError(f"{algo_class.__name__}.from_zoo: the zoo configs build {own} only")
+    register()
+    check_env_id(env_id)
+    if seed is not None:
+        set_random_seed(seed)  # as train does before it builds the experiment
+    manager = _ModelOnlyManager(
+        argparse.Namespace(),
+        algo,
+        env_id,
+        log_folder=os.devnull,
+        tensorboard_log=tensorboard_log or "",
+        hyperparams=dict(changes),
+        eval_freq=-1,
+        seed=seed,  # (rl_zoo3 passes it on to make_vec_env and the model, which take None)
+        verbose=verbose,
+        device=device,
+        config=conf_file,
+    )
+    # rl_zoo3 prints the entry it read; verbose 0 is silent, as a constructor is
+    printout = contextlib.nullcontext() if verbose > 0 else contextlib.redirect_stdout(io.StringIO())
+    with printout:
+        built = manager.setup_experiment()
+    assert built is not None  # (None only when optimizing)
+    model = cast(Model, built[0])
+    entry = f"{env_id}'s entry in zoo_configs/{algo}.yml" if conf_file is None else manager.config_source
+    if "n_timesteps" in changes:
+        source = f"given to from_zoo; the other settings are {entry}'s, with from_zoo's changes"
+    else:
+        source = f"the n_timesteps of {entry}; the other settings are that entry's too (from_zoo)"
+    model._zoo_budget = (int(manager.n_timesteps), source)
+    model._zoo_callbacks = tuple(manager.callbacks)
+    return model
