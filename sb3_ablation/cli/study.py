@@ -90,6 +90,12 @@ def _study_parser() -> argparse.ArgumentParser:
         help="overrides of the zoo hyperparameters for every env, rl-zoo syntax: learning_starts:1000 "
         'policy_kwargs:"dict(net_arch=[64, 64])"',
     )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short try: learning_starts a tenth of the budget given with -n (e.g. -n 3000 --quick: learning_starts "
+        "300), so that a budget below the zoo's learning_starts still trains (as train --quick)",
+    )
     parser.add_argument("--workers", type=int, help="runs in parallel (default: one per core)")
     parser.add_argument("--backend", choices=BACKENDS, help="local processes (default) or a Ray cluster")
     parser.add_argument("--address", help="address of an existing Ray cluster (default with --backend ray: a local Ray)")
@@ -133,13 +139,20 @@ def _study_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace) -> StudyConfig:
     """File settings first, then the flags given on the command line, then defaults."""
     from sb3_ablation.zoo.hyperparams import ZooConfigError
-    from sb3_ablation.zoo.train import parse_key_values
+    from sb3_ablation.zoo.train import parse_key_values, quick_learning_starts
 
     try:
         hyperparams = parse_key_values("--hyperparams", args.hyperparams)
     except ZooConfigError as error:
         raise StudyError(str(error)) from None
     settings: dict[str, Any] = load_config_file(args.config) if args.config else {}
+    if args.quick:  # as train --quick
+        budget = args.n_timesteps if args.n_timesteps is not None else settings.get("n_timesteps")
+        if budget is None:
+            raise StudyError("--quick makes a short try of the budget given with -n: add -n, e.g. -n 3000 --quick")
+        if "learning_starts" in hyperparams:
+            raise StudyError("--quick sets learning_starts, which --hyperparams sets too: give one of them")
+        hyperparams["learning_starts"] = quick_learning_starts(int(budget))
     file_envs = list(settings.get("envs") or [])
     for name in (
         "envs",
