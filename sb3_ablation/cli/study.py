@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import sys
+import textwrap
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
     from sb3_ablation.study.run.runner import StudyResult
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: the width the shipped studies' descriptions are wrapped to in ``study --help``
+HELP_WIDTH = 100
 
 # The README's main job: every run of TD3 and its six leave-one-out variants on Pendulum-v1, two seeds, then the
 # report; about 6 minutes on 2 cores. rl-zoo's Pendulum hyperparameters except smaller networks, fewer steps and an
@@ -37,13 +41,31 @@ DEMO: dict[str, Any] = {
 }
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence of a study file's opening comment (its first paragraph of ``#`` lines), whole."""
+    paragraph = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        words = line.lstrip("#").strip()
+        if not words:
+            if paragraph:
+                break
+            continue
+        paragraph.append(words)
+    joined = " ".join(paragraph)
+    # a sentence ends at . ! or ? and a space, except after "e.g." and the like
+    return re.split(r"(?<!e\.g\.)(?<!i\.e\.)(?<!etc\.)(?<!vs\.)(?<=[.!?])\s+", joined, maxsplit=1)[0]
+
+
 def _shipped_studies_help() -> str:
     studies = shipped_studies()
-    width = max(map(len, studies), default=0) + 2
+    width = max(map(len, studies), default=0) + 4
     lines = ["shipped studies (--config NAME):"]
     for name, path in studies.items():
-        first = next((line.lstrip("# ").strip() for line in path.read_text().splitlines() if line.startswith("#")), "")
-        lines.append(f"  {name:<{width}}{first}")
+        text = textwrap.wrap(first_sentence(path.read_text()), width=HELP_WIDTH - width, break_on_hyphens=False)
+        lines.append(f"  {name:<{width - 2}}{text[0] if text else ''}")
+        lines += [" " * width + line for line in text[1:]]
     return "\n".join(lines)
 
 
