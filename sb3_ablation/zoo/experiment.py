@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import shutil
-import warnings
 from typing import Any, TypeVar, cast
 
 import gymnasium as gym
@@ -22,6 +22,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_ablation import __version__
 from sb3_ablation.common.off_policy import OffPolicyActorCritic
 from sb3_ablation.zoo.adapter import ZooExperimentManager
 from sb3_ablation.zoo.export import ZOO_ENTRY_ATTR, optuna_storage, to_zoo_entry
@@ -38,7 +39,34 @@ from sb3_ablation.zoo.hyperparams import (
     read_entry,
 )
 from sb3_ablation.zoo.registry import register
-from sb3_ablation.zoo.trials import STUDY_AGGREGATE_ATTR, STUDY_TRIAL_SEEDS_ATTR, multi_seed_objective
+from sb3_ablation.zoo.trials import STUDY_AGGREGATE_ATTR, STUDY_TRIAL_SEEDS_ATTR, multi_seed_objective, trial_seeds
+
+#: Study user attribute holding the study's fixed settings (:meth:`AblationExperimentManager.study_settings`).
+STUDY_SETTINGS_ATTR = "sb3_ablation:fixed_settings"
+
+
+def _differences(stored: dict[str, Any], settings: dict[str, Any]) -> str:
+    """``key stored, here new`` for each setting (and fixed hyperparameter) that differs, in one line."""
+    found = []
+    for key in sorted(set(stored) | set(settings)):
+        old, new = stored.get(key), settings.get(key)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            found += [
+                f"{name} {old.get(name)!r}, here {new.get(name)!r}"
+                for name in sorted(set(old) | set(new))
+                if old.get(name) != new.get(name)
+            ]
+        else:
+            found.append(f"{key} {old!r}, here {new!r}")
+    return "; ".join(found)
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or in it."""
+    path, folder = os.path.abspath(path), os.path.abspath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 class AblationExperimentManager(ZooExperimentManager):
@@ -113,6 +141,14 @@ class AblationExperimentManager(ZooExperimentManager):
         except ZooConfigError:
             self.remove_run_folder()
             raise
+        except OSError as error:
+            self.remove_run_folder()
+            if error.filename is None or self.verbose >= 2:
+                raise
+            # e.g. a log folder that cannot be made: the path and the system's reason, not the config
+            path = os.fsdecode(error.filename)
+            flag = f" (-f {self.log_folder})" if _inside(path, self.log_folder) else ""
+            raise ZooConfigError(f"cannot create {path}{flag}: {error.strerror or type(error).__name__}") from error
         except Exception as error:
             self.remove_run_folder()
             if self.verbose >= 2:
@@ -140,6 +176,8 @@ class AblationExperimentManager(ZooExperimentManager):
 
     def hyperparameters_optimization(self) -> None:
         if self.storage is not None and self.study_name is not None:
+            verbosity = optuna.logging.get_verbosity()
+            optuna.logging.set_verbosity(optuna.logging.WARNING)  # ("Using an existing study": said below if it matters)
             try:
                 study = optuna.create_study(
                     storage=optuna_storage(self.storage),
@@ -147,37 +185,65 @@ class AblationExperimentManager(ZooExperimentManager):
                     load_if_exists=True,
                     direction="maximize",
                 )
-                self._check_trial_settings(study)
+                self._check_study_settings(study)
             except ZooConfigError:
                 self.remove_run_folder()  # a refused run leaves nothing behind
                 raise
-            try:
-                study.set_user_attr(ZOO_ENTRY_ATTR, to_zoo_entry(self.zoo_entry))
-            except (TypeError, ValueError):  # a value that is not plain JSON (e.g. a class given via --hyperparams)
-                warnings.warn("the untuned hyperparameters could not be saved in the study; export will read the config")
+            finally:
+                optuna.logging.set_verbosity(verbosity)
         self.starting()
         super().hyperparameters_optimization()
 
-    def _check_trial_settings(self, study: optuna.Study) -> None:
+    def study_settings(self) -> dict[str, Any]:
         """
-        Save the seeds per trial and the aggregate in the study; a study with trials keeps them (a study made before
-        they were saved: one seed, the mean).
+        What every trial of an Optuna study shares and its value depends on, besides the tuned hyperparameters (plain
+        JSON, as the study stores it): the algorithm, the env, the fixed hyperparameters (the entry with
+        ``--hyperparams``, its ``n_timesteps`` the budget), the seeds of each trial (their number when one unseeded
+        run), the aggregate over them, the evaluations, and this package's version.
+        """
+        fixed = {**self.zoo_entry, "n_timesteps": int(self.n_timesteps)}
+        settings = {
+            "algo": self.algo,
+            "env": self.env_id,
+            "fixed_hyperparams": to_zoo_entry(fixed),
+            "trial_seeds": trial_seeds(self.seed, self.trial_seeds) if self.trial_seeds > 1 else 1,
+            "trial_aggregate": self.trial_aggregate,
+            "n_evaluations": self.n_evaluations,
+            "eval_episodes": self.n_eval_episodes,
+            "version": __version__,
+        }
+        return json.loads(json.dumps(settings, default=repr))  # (as the storage gives it back: lists, not tuples)
 
-        :raise ZooConfigError: the study's trials were run with other settings (their values would not compare)
+    def _check_study_settings(self, study: optuna.Study) -> None:
         """
-        run = [trial for trial in study.get_trials(deepcopy=False) if trial.state != optuna.trial.TrialState.WAITING]
-        stored = (
-            study.user_attrs.get(STUDY_TRIAL_SEEDS_ATTR, 1 if run else None),
-            study.user_attrs.get(STUDY_AGGREGATE_ATTR, "mean" if run else None),
-        )
-        if stored != (None, None) and stored != (self.trial_seeds, self.trial_aggregate):
+        Save the study's fixed settings (:meth:`study_settings`) and the entry that export reads; a study that has
+        them keeps them (a study made before they were saved: the seeds per trial and the aggregate, one seed and the
+        mean if none were saved).
+
+        :raise ZooConfigError: the study's trials were run with other fixed settings (their values would not compare)
+        """
+        settings = self.study_settings()
+        stored = study.user_attrs.get(STUDY_SETTINGS_ATTR)
+        where = f"study {self.study_name!r} in {self.storage}"
+        if stored is not None and stored != settings:
             raise ZooConfigError(
-                f"study {self.study_name!r} in {self.storage} has trials over {stored[0]} seed(s) with the {stored[1]} "
-                f"as their value, not --trial-seeds {self.trial_seeds} --trial-aggregate {self.trial_aggregate}: "
-                "use its settings, or another --study-name"
+                f"{where} was tuned with other fixed settings ({_differences(stored, settings)}): its trials would not "
+                f"compare with these; pass a new --study-name (e.g. {self.study_name}_2), or the study's settings"
             )
+        run = [trial for trial in study.get_trials(deepcopy=False) if trial.state != optuna.trial.TrialState.WAITING]
+        if stored is None and run:  # a study saved by an earlier version of this package
+            earlier = (study.user_attrs.get(STUDY_TRIAL_SEEDS_ATTR, 1), study.user_attrs.get(STUDY_AGGREGATE_ATTR, "mean"))
+            if earlier != (self.trial_seeds, self.trial_aggregate):
+                raise ZooConfigError(
+                    f"{where} has trials over {earlier[0]} seed(s) with the {earlier[1]} as their value, not "
+                    f"--trial-seeds {self.trial_seeds} --trial-aggregate {self.trial_aggregate}: use its settings, or "
+                    f"a new --study-name (e.g. {self.study_name}_2)"
+                )
+        study.set_user_attr(STUDY_SETTINGS_ATTR, settings)
         study.set_user_attr(STUDY_TRIAL_SEEDS_ATTR, self.trial_seeds)
         study.set_user_attr(STUDY_AGGREGATE_ATTR, self.trial_aggregate)
+        # what export puts under the best trial's parameters: the entry the trials ran with, budget included
+        study.set_user_attr(ZOO_ENTRY_ATTR, settings["fixed_hyperparams"])
 
     def objective(self, trial: optuna.Trial) -> float:
         if self.trial_seeds == 1:
