@@ -43,7 +43,7 @@ DEMO: dict[str, Any] = {
 
 def first_sentence(text: str) -> str:
     """The first sentence of a study file's opening comment (its first paragraph of ``#`` lines), whole."""
-    paragraph = []
+    paragraph: list[str] = []
     for line in text.splitlines():
         if not line.startswith("#"):
             break

@@ -417,10 +417,10 @@ def main(argv: list[str] | None = None, search_space: dict[str, dict[str, Any]] 
         _check(args)
         if args.quick:
             _apply_quick(args)
-        with HeldOutput() as output:
+        with HeldOutput() as preamble:
             if args.optimize_hyperparameters:
                 _optimization_defaults(args)
-            manager_class = _train_manager_class(args.trial_seeds, args.trial_aggregate or "mean", output)
+            manager_class = _train_manager_class(args.trial_seeds, args.trial_aggregate or "mean", preamble)
             run_train(_zoo_arguments(args), manager_class)
         if args.optimize_hyperparameters:
             output = args.export_best or str(Path(args.log_folder) / args.algo / f"best_{args.env}.yml")

@@ -204,7 +204,7 @@ BAD_INPUT = {
     # passes the checks, fails while rl_zoo3 sets up the run (after it created the run folder): the env is named, with
     # its env_kwargs, not the config
     "env rejects kwargs": (
-        ["--env-kwargs", "no_such_arg:1"],
+        ["--quick", "--env-kwargs", "no_such_arg:1"],
         ["could not make the evaluation env Pendulum-v1", "no_such_arg"],
     ),
 }
