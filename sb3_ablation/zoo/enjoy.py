@@ -118,7 +118,7 @@ def check_model(args: argparse.Namespace) -> int | None:
     if "device" in args:
         check_device(args.device)
     parse_key_values("--env-kwargs", args.env_kwargs)
-    if "rl-trained-agents" in args.folder and args.algo not in OWN_ALGOS and not os.path.isdir(args.folder):
+    if "rl-trained-agents" in args.folder and args.algo not in OWN_ALGOS:
         return None  # rl_zoo3 downloads SB3's pretrained agents from the Hugging Face hub there (none for ours)
     exp_id, model_path = _find_model(args)
     try:  # a truncated or corrupt file: one line here rather than a traceback from deep inside SB3's load
