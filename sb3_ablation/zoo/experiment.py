@@ -312,7 +312,7 @@ def zoo_model(
     model = cast(Model, built[0])
     entry = f"{env_id}'s entry in zoo_configs/{algo}.yml" if conf_file is None else manager.config_source
     if "n_timesteps" in changes:
-        source = f"given to from_zoo; the other settings are {entry}'s, with from_zoo's changes"
+        source = f"given to from_zoo; the other settings are those of {entry}, with from_zoo's changes"
     else:
         source = f"the n_timesteps of {entry}; the other settings are that entry's too (from_zoo)"
     model._zoo_budget = (int(manager.n_timesteps), source)

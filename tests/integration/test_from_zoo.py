@@ -32,7 +32,7 @@ def test_from_zoo_learn_trains_the_model_that_train_trains(tmp_path, capsys, alg
     capsys.readouterr()
     model.learn()
     said = capsys.readouterr().out
-    assert "learn(): total_timesteps=300, given to from_zoo; the other settings are Pendulum-v1's entry in " in said
+    assert "learn(): total_timesteps=300, given to from_zoo; the other settings are those of Pendulum-v1's entry in " in said
     assert model.num_timesteps == trained.num_timesteps == 300
     assert same_weights(model, trained)
     assert not any(tmp_path.glob(f"{algo}/{ENV}_2"))  # from_zoo writes no run folder
@@ -40,7 +40,12 @@ def test_from_zoo_learn_trains_the_model_that_train_trains(tmp_path, capsys, alg
 
 def test_from_zoo_takes_the_entrys_budget_and_says_so(capsys):
     model = AblatableTD3.from_zoo(ENV, seed=0, learning_starts=50, policy_kwargs={"net_arch": [8]})
-    assert model._zoo_budget is not None and model._zoo_budget[0] == 20_000  # Pendulum-v1's n_timesteps in the entry
+    # Pendulum-v1's n_timesteps in the entry, and what learn() without a budget will say of it
+    assert model._zoo_budget == (
+        20_000,
+        "the n_timesteps of Pendulum-v1's entry in zoo_configs/ablatable_td3.yml; the other settings are that entry's "
+        "too (from_zoo)",
+    )
     assert model.buffer_size == 200_000 and model.policy.net_arch == [8]
     assert capsys.readouterr().out == ""  # verbose 0: rl_zoo3's printout of the entry is not shown
     model.learn(60)  # an explicit budget is SB3's learn
