@@ -21,12 +21,11 @@ with our experiment manager). Different here:
 Bad input (unknown algorithm, environment, switch or hyperparameter, a value of the wrong type, an unreadable config,
 a trained agent of another algorithm, ``--track`` without wandb, ``-tb`` without tensorboard, ``--device cuda``
 without CUDA, an env whose simulator is not installed) ends with one ``error:`` line naming the culprit and exit
-status 2, and no run folder is left behind. A run that would not evaluate (``--eval-freq`` beyond the
-budget) starts with a one-line warning. A budget at or below
-``learning_starts`` (nothing would be trained) is refused, with or without ``-optimize`` (as ``study`` refuses it),
-naming the fix: a lower ``learning_starts``, or ``--quick``, which sets it to a tenth of ``-n`` for a short try.
-rl_zoo3's preamble (the env, the seed, the entry) is printed once the run is set up: a refused run prints its error
-line alone.
+status 2, and no run folder is left behind. A budget at or below ``learning_starts`` (nothing would be trained) is
+refused too, with or without ``-optimize`` (as ``study`` refuses it), naming the fix: a lower ``learning_starts``, or
+``--quick``, which sets it to a tenth of ``-n`` for a short try. A run that would not evaluate (``--eval-freq`` beyond
+the budget) starts with a one-line warning. rl_zoo3's preamble (the env, the seed, the entry) is printed once the run
+is set up: a refused run prints its error line alone.
 """
 
 from __future__ import annotations
@@ -280,7 +279,8 @@ def quick_learning_starts(n_timesteps: int) -> int:
 
 def short_budget_problem(algo: str, hyperparams: dict[str, Any], n_timesteps: int, budget_source: str) -> str | None:
     """
-    The one rule of ``train``, ``train -optimize`` and ``study`` for a budget that would train nothing.
+    ``train``'s and ``train -optimize``'s rule for a budget that would train nothing (``study``'s is the same, in
+    :func:`sb3_ablation.study.plan.config.check_budget`).
 
     :param algo: the rl_zoo3 algorithm
     :param hyperparams: its hyperparameters (the entry with the overrides)
