@@ -226,9 +226,14 @@ class AblationExperimentManager(ZooExperimentManager):
         stored = study.user_attrs.get(STUDY_SETTINGS_ATTR)
         where = f"study {self.study_name!r} in {self.storage}"
         if stored is not None and stored != settings:
+            seeds = stored.get("trial_seeds")
+            # (without --seed, train draws one: the study's seeds are then given again with --seed)
+            again = ""
+            if isinstance(seeds, list) and seeds and seeds != settings["trial_seeds"]:
+                again = f" (its seeds: --seed {seeds[0]} --trial-seeds {len(seeds)})"
             raise ZooConfigError(
                 f"{where} was tuned with other fixed settings ({_differences(stored, settings)}): its trials would not "
-                f"compare with these; pass a new --study-name (e.g. {self.study_name}_2), or the study's settings"
+                f"compare with these; pass a new --study-name (e.g. {self.study_name}_2), or the study's settings{again}"
             )
         run = [trial for trial in study.get_trials(deepcopy=False) if trial.state != optuna.trial.TrialState.WAITING]
         if stored is None and run:  # a study saved by an earlier version of this package

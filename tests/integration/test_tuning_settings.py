@@ -53,6 +53,7 @@ def test_the_study_records_its_fixed_settings(tuned):
         ({"n_timesteps": "300"}, "n_timesteps 200, here 300"),
         ({"learning_starts": "150"}, "learning_starts 100, here 150"),
         ({"extra": ("--trial-seeds", "3")}, "trial_seeds [3, 4], here [3, 4, 5]"),  # (the last --trial-seeds counts)
+        ({"extra": ("--seed", "7")}, "its seeds: --seed 3 --trial-seeds 2"),
     ],
 )
 def test_a_rerun_with_other_fixed_settings_is_refused_and_leaves_nothing(tuned, capsys, change, named):
