@@ -96,7 +96,9 @@ def _find_model(args: argparse.Namespace) -> tuple[int, str]:
             hint = f"the experiments that hold one: {ids} (pass --exp-id {max(holding)})"
         else:
             hint = "none of its experiments holds one"
-        what = str(error).split(", path: ")[0].rstrip(".")
+        if args.exp_id > 0 and not os.path.isdir(os.path.join(where, searched)):
+            raise ZooConfigError(f"no experiment folder {where}/{searched} (--exp-id {args.exp_id}); {hint}") from None
+        what = str(error).split(", path: ")[0].rstrip(".")  # rl_zoo3's "No model found for <algo> on <env>"
         raise ZooConfigError(f"{what} in {where}/{searched} (--exp-id {args.exp_id}); {hint}") from None
 
 

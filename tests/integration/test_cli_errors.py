@@ -197,6 +197,12 @@ CASES: dict[str, tuple[list[str], dict, list[str], list[str]]] = {
         [],
         ["No model found", "Pendulum-v1_2 (--exp-id 2)", "hold one: Pendulum-v1_1 (pass --exp-id 1)"],
     ),
+    "enjoy: no such experiment": (
+        [*ENJOY, "--exp-id", "7"],
+        {MODEL: _saved_model("TD3")},
+        [],
+        ["no experiment folder logs/ablatable_td3/Pendulum-v1_7 (--exp-id 7)", "(pass --exp-id 1)"],
+    ),
     "enjoy: no experiment holds a model": (
         ENJOY,
         {"logs/ablatable_td3/Pendulum-v1_1/Pendulum-v1/config.yml": "x"},
