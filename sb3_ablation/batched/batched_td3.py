@@ -320,14 +320,15 @@ class BatchedTD3(AblatableTD3):
         log_interval: int = 4,
         tb_log_name: str = "BatchedTD3",
         reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
+        progress_bar: bool | None = None,
     ) -> SelfBatchedTD3:
         """
         SB3's ``learn``, with ``total_timesteps`` counted per agent (each agent takes that many env steps); without
-        it, the env's ``n_timesteps`` in ``zoo_configs/ablatable_td3.yml``.
+        it, the env's ``n_timesteps`` in ``zoo_configs/ablatable_td3.yml`` (see :meth:`AblatableTD3.learn`).
         """
+        budget, callback, progress_bar = self._learn_arguments(total_timesteps, callback, progress_bar)
         return super().learn(
-            total_timesteps=self._budget(total_timesteps) * self.n_agents,
+            total_timesteps=budget * self.n_agents,
             callback=callback,
             log_interval=log_interval,
             tb_log_name=tb_log_name,

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import sys
+import textwrap
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
     from sb3_ablation.study.run.runner import StudyResult
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: the width the shipped studies' descriptions are wrapped to in ``study --help``
+HELP_WIDTH = 100
 
 # The README's main job: every run of TD3 and its six leave-one-out variants on Pendulum-v1, two seeds, then the
 # report; about 6 minutes on 2 cores. rl-zoo's Pendulum hyperparameters except smaller networks, fewer steps and an
@@ -37,13 +41,31 @@ DEMO: dict[str, Any] = {
 }
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence of a study file's opening comment (its first paragraph of ``#`` lines), whole."""
+    paragraph: list[str] = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        words = line.lstrip("#").strip()
+        if not words:
+            if paragraph:
+                break
+            continue
+        paragraph.append(words)
+    joined = " ".join(paragraph)
+    # a sentence ends at . ! or ? and a space, except after "e.g." and the like
+    return re.split(r"(?<!e\.g\.)(?<!i\.e\.)(?<!etc\.)(?<!vs\.)(?<=[.!?])\s+", joined, maxsplit=1)[0]
+
+
 def _shipped_studies_help() -> str:
     studies = shipped_studies()
-    width = max(map(len, studies), default=0) + 2
+    width = max(map(len, studies), default=0) + 4
     lines = ["shipped studies (--config NAME):"]
     for name, path in studies.items():
-        first = next((line.lstrip("# ").strip() for line in path.read_text().splitlines() if line.startswith("#")), "")
-        lines.append(f"  {name:<{width}}{first}")
+        text = textwrap.wrap(first_sentence(path.read_text()), width=HELP_WIDTH - width, break_on_hyphens=False)
+        lines.append(f"  {name:<{width - 2}}{text[0] if text else ''}")
+        lines += [" " * width + line for line in text[1:]]
     return "\n".join(lines)
 
 
@@ -89,6 +111,12 @@ def _study_parser() -> argparse.ArgumentParser:
         metavar="KEY:VALUE",
         help="overrides of the zoo hyperparameters for every env, rl-zoo syntax: learning_starts:1000 "
         'policy_kwargs:"dict(net_arch=[64, 64])"',
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short try: learning_starts a tenth of the budget given with -n (e.g. -n 3000 --quick: learning_starts "
+        "300), so that a budget below the zoo's learning_starts still trains (as train --quick)",
     )
     parser.add_argument("--workers", type=int, help="runs in parallel (default: one per core)")
     parser.add_argument("--backend", choices=BACKENDS, help="local processes (default) or a Ray cluster")
@@ -139,13 +167,20 @@ def _study_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace) -> StudyConfig:
     """File settings first, then the flags given on the command line, then defaults."""
     from sb3_ablation.zoo.hyperparams import ZooConfigError
-    from sb3_ablation.zoo.train import parse_key_values
+    from sb3_ablation.zoo.train import parse_key_values, quick_learning_starts
 
     try:
         hyperparams = parse_key_values("--hyperparams", args.hyperparams)
     except ZooConfigError as error:
         raise StudyError(str(error)) from None
     settings: dict[str, Any] = load_config_file(args.config) if args.config else {}
+    if args.quick:  # as train --quick
+        budget = args.n_timesteps if args.n_timesteps is not None else settings.get("n_timesteps")
+        if budget is None:
+            raise StudyError("--quick makes a short try of the budget given with -n: add -n, e.g. -n 3000 --quick")
+        if "learning_starts" in hyperparams:
+            raise StudyError("--quick sets learning_starts, which --hyperparams sets too: give one of them")
+        hyperparams["learning_starts"] = quick_learning_starts(int(budget))
     file_envs = list(settings.get("envs") or [])
     for name in (
         "envs",

@@ -6,6 +6,7 @@ arguments implied by the algorithm's own arguments, and the speed and collection
 from __future__ import annotations
 
 import copy
+import importlib.util
 import inspect
 import io
 import os
@@ -18,11 +19,12 @@ from typing import Any, ClassVar, TypeVar, cast
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import DictReplayBuffer, NStepReplayBuffer, ReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.save_util import json_to_data, open_path, recursive_getattr, save_to_pkl, save_to_zip_file
-from stable_baselines3.common.type_aliases import GymEnv, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.her import HerReplayBuffer
 from stable_baselines3.td3 import policies as sb3_td3_policies
 
@@ -36,6 +38,12 @@ from sb3_ablation.common.utils import UnsupportedActionSpaceError, check_keyword
 from sb3_ablation.common.zoo_budget import default_budget
 
 SelfActorCritic = TypeVar("SelfActorCritic", bound="OffPolicyActorCritic")
+
+
+def progress_bar_available() -> bool:
+    """Whether SB3's progress bar can be shown (it needs tqdm and rich)."""
+    return importlib.util.find_spec("tqdm") is not None and importlib.util.find_spec("rich") is not None
+
 
 # SB3's TD3 policies (SB3's DDPG uses them too), by alias: our policies have the same modules and parameters
 SB3_TD3_POLICIES: dict[str, type[BasePolicy]] = {
@@ -67,6 +75,9 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
     zoo_config: ClassVar[str] = "ablatable_td3"
     # The algorithms whose saved models `load` takes (see sb3_ablation.common.saved_models.LOADERS)
     loadable_algorithms: ClassVar[tuple[str, ...]] = ()
+    # Set by from_zoo: the zoo entry's budget and where it comes from, and the entry's callbacks (not saved)
+    _zoo_budget: tuple[int, str] | None = None
+    _zoo_callbacks: tuple[BaseCallback, ...] = ()
 
     policy: DDPGPolicy
     replay_buffer: ReplayBuffer  # set up by _setup_model (SB3 types it optional)
@@ -220,19 +231,86 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
             **replay_buffer_kwargs,
         )
 
+    @classmethod
+    def from_zoo(
+        cls: type[SelfActorCritic],
+        env_id: str,
+        seed: int | None = None,
+        verbose: int = 0,
+        device: th.device | str = "auto",
+        tensorboard_log: str | None = None,
+        conf_file: str | None = None,
+        **changes: Any,
+    ) -> SelfActorCritic:
+        """
+        The model that ``sb3-ablation train --algo <algo> --env <env_id> --seed <seed>`` builds: the env's entry in the
+        shipped rl-zoo config (``zoo_configs/ablatable_td3.yml`` for AblatableTD3, ``ddpg_scratch.yml`` for DDPG),
+        read and preprocessed by rl_zoo3's own ExperimentManager (action noise, ``learning_starts``, ``gamma``,
+        ``policy_kwargs``, env wrappers and normalisation), with the entry's ``n_timesteps`` as the budget of
+        ``learn()``. With the same seed, ``from_zoo(env_id, seed=s).learn()`` and ``train`` end with the same weights.
+
+        :param env_id: a Gymnasium env id with an entry in the config (or a ``default`` entry)
+        :param seed: as ``--seed`` (None: unseeded)
+        :param verbose: as ``--verbose``; 0 also hides rl_zoo3's printout of the entry
+        :param device: as ``--device``
+        :param tensorboard_log: as ``-tb``
+        :param conf_file: another zoo config, as ``--conf-file``
+        :param changes: hyperparameters that replace the entry's, as ``--hyperparams`` (e.g. ``clipped_double_q=False``,
+            ``n_timesteps=5000``, ``learning_starts=500``)
+        :raise ValueError: an unknown env or hyperparameter, a value of the wrong type (one line)
+        """
+        # in the method: sb3_ablation.zoo imports rl_zoo3 (heavy) and the algorithms, which import this module
+        from sb3_ablation.zoo.experiment import zoo_model
+
+        return zoo_model(
+            cls,
+            env_id,
+            changes,
+            seed=seed,
+            verbose=verbose,
+            device=device,
+            tensorboard_log=tensorboard_log,
+            conf_file=conf_file,
+        )
+
     def _budget(self, total_timesteps: int | None) -> int:
         """
-        ``total_timesteps`` of ``learn()``, or when it is None the env's ``n_timesteps`` in the shipped zoo config
-        (printed with ``verbose >= 1``).
+        ``total_timesteps`` of ``learn()``, or when it is None the budget of the zoo entry (``from_zoo``'s, else the
+        env's ``n_timesteps`` in the shipped zoo config), said in one line.
 
+        :raise ValueError: a budget of zero or below
         :raise TypeError: None, and the env has no ``n_timesteps`` there (the message names ``total_timesteps``)
         """
         if total_timesteps is not None:
+            if total_timesteps <= 0:
+                raise ValueError(f"learn(total_timesteps={total_timesteps}): expected a positive number of timesteps")
             return total_timesteps
+        if self._zoo_budget is not None:
+            budget, source = self._zoo_budget
+            print(f"learn(): total_timesteps={budget}, {source}")
+            return budget
         budget, env_id = default_budget(self.zoo_config, self.env)
-        if self.verbose >= 1:
-            print(f"learn(): total_timesteps={budget}, the n_timesteps of {env_id} in zoo_configs/{self.zoo_config}.yml")
+        name = type(self).__name__
+        print(
+            f"learn(): total_timesteps={budget}, the n_timesteps of {env_id} in zoo_configs/{self.zoo_config}.yml; "
+            f"the other settings are this constructor's ({name}.from_zoo({env_id!r}) takes the entry's)"
+        )
         return budget
+
+    def _learn_arguments(
+        self, total_timesteps: int | None, callback: MaybeCallback, progress_bar: bool | None
+    ) -> tuple[int, MaybeCallback, bool]:
+        """
+        ``learn()``'s budget (:meth:`_budget`), callbacks and progress bar: without a budget, the zoo entry's
+        callbacks (``from_zoo``, when none are given) and a progress bar unless ``progress_bar=False``; with a
+        budget, exactly SB3's (no bar unless asked for).
+        """
+        budget = self._budget(total_timesteps)
+        if total_timesteps is not None:
+            return budget, callback, bool(progress_bar)
+        if callback is None and self._zoo_callbacks:
+            callback = list(self._zoo_callbacks)
+        return budget, callback, progress_bar_available() if progress_bar is None else progress_bar
 
     def _create_aliases(self) -> None:
         self.actor = self.policy.actor
@@ -251,6 +329,7 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
     def _excluded_save_params(self) -> list[str]:
         # What the speed mode and lean collection derive from the hardware and the spaces is derived again at load
         derived = ["speed_mode_info", "_lean_observations", "_actor_parameters", "training_diagnostics"]
+        derived += ["_zoo_budget", "_zoo_callbacks"]  # from_zoo's, for learn() without a budget
         return [*super()._excluded_save_params(), "actor", "critic", "actor_target", "critic_target", *derived]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:

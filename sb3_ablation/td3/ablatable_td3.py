@@ -418,11 +418,18 @@ class AblatableTD3(OffPolicyActorCritic):
         log_interval: int = 4,
         tb_log_name: str = "AblatableTD3",
         reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
+        progress_bar: bool | None = None,
     ) -> SelfAblatableTD3:
-        """SB3's ``learn``; without ``total_timesteps``, the env's ``n_timesteps`` in ``zoo_configs/ablatable_td3.yml``."""
+        """
+        SB3's ``learn``, exactly, for a given ``total_timesteps`` (above zero; ``progress_bar`` None is False).
+        Without it: the budget of the zoo entry (:meth:`from_zoo`'s, else the env's ``n_timesteps`` in
+        ``zoo_configs/ablatable_td3.yml``), said in one line, with a progress bar unless ``progress_bar=False``.
+
+        :raise ValueError: ``total_timesteps`` of zero or below
+        """
+        total_timesteps, callback, progress_bar = self._learn_arguments(total_timesteps, callback, progress_bar)
         return super().learn(
-            total_timesteps=self._budget(total_timesteps),
+            total_timesteps=total_timesteps,
             callback=callback,
             log_interval=log_interval,
             tb_log_name=tb_log_name,

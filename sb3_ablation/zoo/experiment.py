@@ -8,22 +8,29 @@ rl_zoo3's own for one seed per trial; with several (:attr:`AblationExperimentMan
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import io
+import json
 import os
 import shutil
-import warnings
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import gymnasium as gym
 import optuna
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_ablation import __version__
+from sb3_ablation.common.off_policy import OffPolicyActorCritic
 from sb3_ablation.zoo.adapter import ZooExperimentManager
 from sb3_ablation.zoo.export import ZOO_ENTRY_ATTR, optuna_storage, to_zoo_entry
 from sb3_ablation.zoo.hyperparams import (
     ALGOS,
+    OWN_ALGOS,
     ZooConfigError,
+    check_env_id,
     check_hyperparams,
     default_config_file,
     drop_null_noise,
@@ -31,7 +38,35 @@ from sb3_ablation.zoo.hyperparams import (
     missing_dependency_message,
     read_entry,
 )
-from sb3_ablation.zoo.trials import STUDY_AGGREGATE_ATTR, STUDY_TRIAL_SEEDS_ATTR, multi_seed_objective
+from sb3_ablation.zoo.registry import register
+from sb3_ablation.zoo.trials import STUDY_AGGREGATE_ATTR, STUDY_TRIAL_SEEDS_ATTR, multi_seed_objective, trial_seeds
+
+#: Study user attribute holding the study's fixed settings (:meth:`AblationExperimentManager.study_settings`).
+STUDY_SETTINGS_ATTR = "sb3_ablation:fixed_settings"
+
+
+def _differences(stored: dict[str, Any], settings: dict[str, Any]) -> str:
+    """``key stored, here new`` for each setting (and fixed hyperparameter) that differs, in one line."""
+    found = []
+    for key in sorted(set(stored) | set(settings)):
+        old, new = stored.get(key), settings.get(key)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            found += [
+                f"{name} {old.get(name)!r}, here {new.get(name)!r}"
+                for name in sorted(set(old) | set(new))
+                if old.get(name) != new.get(name)
+            ]
+        else:
+            found.append(f"{key} {old!r}, here {new!r}")
+    return "; ".join(found)
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or in it."""
+    path, folder = os.path.abspath(path), os.path.abspath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 class AblationExperimentManager(ZooExperimentManager):
@@ -106,6 +141,14 @@ class AblationExperimentManager(ZooExperimentManager):
         except ZooConfigError:
             self.remove_run_folder()
             raise
+        except OSError as error:
+            self.remove_run_folder()
+            if error.filename is None or self.verbose >= 2:
+                raise
+            # e.g. a log folder that cannot be made: the path and the system's reason, not the config
+            path = os.fsdecode(error.filename)
+            flag = f" (-f {self.log_folder})" if _inside(path, self.log_folder) else ""
+            raise ZooConfigError(f"cannot create {path}{flag}: {error.strerror or type(error).__name__}") from error
         except Exception as error:
             self.remove_run_folder()
             if self.verbose >= 2:
@@ -124,40 +167,159 @@ class AblationExperimentManager(ZooExperimentManager):
                 with contextlib.suppress(OSError):
                     os.rmdir(folder)  # only when empty
 
+    def starting(self) -> None:
+        """Called once the run is set up, as its training (or its trials) start: a hook (``train`` prints then)."""
+
+    def learn(self, model: BaseAlgorithm) -> None:
+        self.starting()
+        super().learn(model)
+
     def hyperparameters_optimization(self) -> None:
         if self.storage is not None and self.study_name is not None:
-            study = optuna.create_study(
-                storage=optuna_storage(self.storage), study_name=self.study_name, load_if_exists=True, direction="maximize"
-            )
-            self._check_trial_settings(study)
+            verbosity = optuna.logging.get_verbosity()
+            optuna.logging.set_verbosity(optuna.logging.WARNING)  # ("Using an existing study": said below if it matters)
             try:
-                study.set_user_attr(ZOO_ENTRY_ATTR, to_zoo_entry(self.zoo_entry))
-            except (TypeError, ValueError):  # a value that is not plain JSON (e.g. a class given via --hyperparams)
-                warnings.warn("the untuned hyperparameters could not be saved in the study; export will read the config")
+                study = optuna.create_study(
+                    storage=optuna_storage(self.storage),
+                    study_name=self.study_name,
+                    load_if_exists=True,
+                    direction="maximize",
+                )
+                self._check_study_settings(study)
+            except ZooConfigError:
+                self.remove_run_folder()  # a refused run leaves nothing behind
+                raise
+            finally:
+                optuna.logging.set_verbosity(verbosity)
+        self.starting()
         super().hyperparameters_optimization()
 
-    def _check_trial_settings(self, study: optuna.Study) -> None:
+    def study_settings(self) -> dict[str, Any]:
         """
-        Save the seeds per trial and the aggregate in the study; a study with trials keeps them (a study made before
-        they were saved: one seed, the mean).
+        What every trial of an Optuna study shares and its value depends on, besides the tuned hyperparameters (plain
+        JSON, as the study stores it): the algorithm, the env, the fixed hyperparameters (the entry with
+        ``--hyperparams``, its ``n_timesteps`` the budget), the seeds of each trial (their number when one unseeded
+        run), the aggregate over them, the evaluations, and this package's version.
+        """
+        fixed = {**self.zoo_entry, "n_timesteps": int(self.n_timesteps)}
+        settings = {
+            "algo": self.algo,
+            "env": self.env_id,
+            "fixed_hyperparams": to_zoo_entry(fixed),
+            "trial_seeds": trial_seeds(self.seed, self.trial_seeds) if self.trial_seeds > 1 else 1,
+            "trial_aggregate": self.trial_aggregate,
+            "n_evaluations": self.n_evaluations,
+            "eval_episodes": self.n_eval_episodes,
+            "version": __version__,
+        }
+        return json.loads(json.dumps(settings, default=repr))  # (as the storage gives it back: lists, not tuples)
 
-        :raise ZooConfigError: the study's trials were run with other settings (their values would not compare)
+    def _check_study_settings(self, study: optuna.Study) -> None:
         """
-        run = [trial for trial in study.get_trials(deepcopy=False) if trial.state != optuna.trial.TrialState.WAITING]
-        stored = (
-            study.user_attrs.get(STUDY_TRIAL_SEEDS_ATTR, 1 if run else None),
-            study.user_attrs.get(STUDY_AGGREGATE_ATTR, "mean" if run else None),
-        )
-        if stored != (None, None) and stored != (self.trial_seeds, self.trial_aggregate):
+        Save the study's fixed settings (:meth:`study_settings`) and the entry that export reads; a study that has
+        them keeps them (a study made before they were saved: the seeds per trial and the aggregate, one seed and the
+        mean if none were saved).
+
+        :raise ZooConfigError: the study's trials were run with other fixed settings (their values would not compare)
+        """
+        settings = self.study_settings()
+        stored = study.user_attrs.get(STUDY_SETTINGS_ATTR)
+        where = f"study {self.study_name!r} in {self.storage}"
+        if stored is not None and stored != settings:
+            seeds = stored.get("trial_seeds")
+            # (without --seed, train draws one: the study's seeds are then given again with --seed)
+            again = ""
+            if isinstance(seeds, list) and seeds and seeds != settings["trial_seeds"]:
+                again = f" (its seeds: --seed {seeds[0]} --trial-seeds {len(seeds)})"
             raise ZooConfigError(
-                f"study {self.study_name!r} in {self.storage} has trials over {stored[0]} seed(s) with the {stored[1]} "
-                f"as their value, not --trial-seeds {self.trial_seeds} --trial-aggregate {self.trial_aggregate}: "
-                "use its settings, or another --study-name"
+                f"{where} was tuned with other fixed settings ({_differences(stored, settings)}): its trials would not "
+                f"compare with these; pass a new --study-name (e.g. {self.study_name}_2), or the study's settings{again}"
             )
+        run = [trial for trial in study.get_trials(deepcopy=False) if trial.state != optuna.trial.TrialState.WAITING]
+        if stored is None and run:  # a study saved by an earlier version of this package
+            earlier = (study.user_attrs.get(STUDY_TRIAL_SEEDS_ATTR, 1), study.user_attrs.get(STUDY_AGGREGATE_ATTR, "mean"))
+            if earlier != (self.trial_seeds, self.trial_aggregate):
+                raise ZooConfigError(
+                    f"{where} has trials over {earlier[0]} seed(s) with the {earlier[1]} as their value, not "
+                    f"--trial-seeds {self.trial_seeds} --trial-aggregate {self.trial_aggregate}: use its settings, or "
+                    f"a new --study-name (e.g. {self.study_name}_2)"
+                )
+        study.set_user_attr(STUDY_SETTINGS_ATTR, settings)
         study.set_user_attr(STUDY_TRIAL_SEEDS_ATTR, self.trial_seeds)
         study.set_user_attr(STUDY_AGGREGATE_ATTR, self.trial_aggregate)
+        # what export puts under the best trial's parameters: the entry the trials ran with, budget included
+        study.set_user_attr(ZOO_ENTRY_ATTR, settings["fixed_hyperparams"])
 
     def objective(self, trial: optuna.Trial) -> float:
         if self.trial_seeds == 1:
             return super().objective(trial)
         return multi_seed_objective(self, trial, self.trial_seeds, self.trial_aggregate)
+
+
+class _ModelOnlyManager(AblationExperimentManager):
+    """``train``'s experiment manager for :func:`zoo_model`: writes no log folder, config files or Monitor CSV files."""
+
+    write_files = False
+
+    def create_envs(self, n_envs: int, eval_env: bool = False, no_log: bool = False) -> VecEnv:
+        return super().create_envs(n_envs, eval_env=eval_env, no_log=True)
+
+
+Model = TypeVar("Model", bound=OffPolicyActorCritic)
+
+
+def zoo_model(
+    algo_class: type[Model],
+    env_id: str,
+    changes: dict[str, Any],
+    seed: int | None = None,
+    verbose: int = 0,
+    device: Any = "auto",
+    tensorboard_log: str | None = None,
+    conf_file: str | None = None,
+) -> Model:
+    """
+    The model ``sb3-ablation train --algo <algo> --env <env_id> --seed <seed> --hyperparams <changes>`` builds, by the
+    same experiment manager (the global seeding, the entry's reading, checks and preprocessing, the env stack and the
+    constructor call), writing nothing; the entry's budget is kept on the model for ``learn()`` without one
+    (see :meth:`sb3_ablation.common.off_policy.OffPolicyActorCritic.from_zoo`).
+
+    :param algo_class: ``AblatableTD3`` or ``DDPG``
+    :raise TypeError: a class without a zoo config of its own (e.g. ``BatchedTD3``)
+    :raise ZooConfigError: unknown env, unknown hyperparameter, a value of the wrong type, an env that cannot be made
+    """
+    algo = next((name for name in OWN_ALGOS if ALGOS[name] is algo_class), None)
+    if algo is None:
+        own = " and ".join(ALGOS[name].__name__ for name in OWN_ALGOS)
+        raise TypeError(f"{algo_class.__name__}.from_zoo: the zoo configs build {own} only")
+    register()
+    check_env_id(env_id)
+    if seed is not None:
+        set_random_seed(seed)  # as train does before it builds the experiment
+    manager = _ModelOnlyManager(
+        argparse.Namespace(),
+        algo,
+        env_id,
+        log_folder=os.devnull,
+        tensorboard_log=tensorboard_log or "",
+        hyperparams=dict(changes),
+        eval_freq=-1,
+        seed=seed,  # (rl_zoo3 passes it on to make_vec_env and the model, which take None)
+        verbose=verbose,
+        device=device,
+        config=conf_file,
+    )
+    # rl_zoo3 prints the entry it read; verbose 0 is silent, as a constructor is
+    printout = contextlib.nullcontext() if verbose > 0 else contextlib.redirect_stdout(io.StringIO())
+    with printout:
+        built = manager.setup_experiment()
+    assert built is not None  # (None only when optimizing)
+    model = cast(Model, built[0])
+    entry = f"{env_id}'s entry in zoo_configs/{algo}.yml" if conf_file is None else manager.config_source
+    if "n_timesteps" in changes:
+        source = f"given to from_zoo; the other settings are those of {entry}, with from_zoo's changes"
+    else:
+        source = f"the n_timesteps of {entry}; the other settings are that entry's too (from_zoo)"
+    model._zoo_budget = (int(manager.n_timesteps), source)
+    model._zoo_callbacks = tuple(manager.callbacks)
+    return model

@@ -21,8 +21,11 @@ with our experiment manager). Different here:
 Bad input (unknown algorithm, environment, switch or hyperparameter, a value of the wrong type, an unreadable config,
 a trained agent of another algorithm, ``--track`` without wandb, ``-tb`` without tensorboard, ``--device cuda``
 without CUDA, an env whose simulator is not installed) ends with one ``error:`` line naming the culprit and exit
-status 2, and no run folder is left behind. A run that would not train (a budget at or below ``learning_starts``) or
-not evaluate (``--eval-freq`` beyond the budget) starts with a one-line warning.
+status 2, and no run folder is left behind. A budget at or below ``learning_starts`` (nothing would be trained) is
+refused too, with or without ``-optimize`` (as ``study`` refuses it), naming the fix: a lower ``learning_starts``, or
+``--quick``, which sets it to a tenth of ``-n`` for a short try. A run that would not evaluate (``--eval-freq`` beyond
+the budget) starts with a one-line warning. rl_zoo3's preamble (the env, the seed, the entry) is printed once the run
+is set up: a refused run prints its error line alone.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import io
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -43,11 +47,19 @@ from sb3_ablation.zoo.adapter import (
     evaluate_command_line_value,
     run_train,
     zoo_algorithm_class,
+    zoo_algorithm_names,
     zoo_argument_names,
 )
 from sb3_ablation.zoo.experiment import AblationExperimentManager
 from sb3_ablation.zoo.export import export_best
-from sb3_ablation.zoo.hyperparams import ALGOS, OWN_ALGOS, ZooConfigError, check_action_space, check_algo, check_env_id
+from sb3_ablation.zoo.hyperparams import (
+    ALGOS,
+    OWN_ALGOS,
+    ZooConfigError,
+    check_action_space,
+    check_algo,
+    check_env_id,
+)
 from sb3_ablation.zoo.registry import register
 
 PROG = "sb3-ablation train"
@@ -87,6 +99,12 @@ def _add_own_options(parser: argparse.ArgumentParser) -> None:
         "(default) or the interquartile mean (iqm, rliable's) of the seeds' mean evaluation rewards",
     )
     group.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short try: learning_starts a tenth of the budget given with -n (e.g. -n 3000 --quick: learning_starts "
+        "300), so that a budget below the entry's learning_starts still trains",
+    )
+    group.add_argument(
         "--export-best",
         metavar="FILE",
         default=None,
@@ -97,7 +115,11 @@ def _add_own_options(parser: argparse.ArgumentParser) -> None:
 def train_parser() -> argparse.ArgumentParser:
     """rl_zoo3's ``train`` options (with our ``--num-threads`` default) and ours, with one-line usage errors."""
     changes: dict[str, dict[str, Any]] = {
-        "algo": {"choices": None},  # checked by check_algo, which names the closest algorithm
+        # checked by check_algo, which names the closest algorithm; the help lists them (as rl_zoo3's choices would)
+        "algo": {
+            "choices": None,
+            "help": f"RL algorithm: {', '.join(sorted(set(zoo_algorithm_names()) | set(ALGOS)))} (default: ppo)",
+        },
         "n_timesteps": {"default": None},  # given or not (rl_zoo3's -1 means "the config's")
         "num_threads": {"default": 1, "help": NUM_THREADS_HELP},
     }
@@ -205,6 +227,15 @@ def _check(args: argparse.Namespace) -> None:
         )
 
 
+def _apply_quick(args: argparse.Namespace) -> None:
+    """``--quick``: ``learning_starts`` a tenth of ``-n``, as a ``--hyperparams`` item (so that args.yml records it)."""
+    if args.n_timesteps is None:
+        raise ZooConfigError("--quick makes a short try of the budget given with -n: add -n, e.g. -n 3000 --quick")
+    if "learning_starts" in parse_key_values("--hyperparams", args.hyperparams):
+        raise ZooConfigError("--quick sets learning_starts, which --hyperparams sets too: give one of them")
+    args.hyperparams = [*(args.hyperparams or []), f"learning_starts:{quick_learning_starts(args.n_timesteps)}"]
+
+
 def _optimization_defaults(args: argparse.Namespace) -> None:
     """SQLite storage and a fixed study name by default, so that studies persist and a second run extends them."""
     if args.storage is None:
@@ -229,11 +260,49 @@ def _zoo_arguments(args: argparse.Namespace) -> argparse.Namespace:
     return zoo
 
 
+def learning_starts_of(algo: str, hyperparams: dict[str, Any]) -> float | None:
+    """The run's ``learning_starts``: the entry's (with the overrides), else the algorithm's default; None without one."""
+    learning_starts = hyperparams.get("learning_starts")
+    algo_class = zoo_algorithm_class(algo)
+    parameters = inspect.signature(algo_class).parameters if algo_class is not None else {}
+    if learning_starts is None and "learning_starts" in parameters:
+        learning_starts = parameters["learning_starts"].default
+    if isinstance(learning_starts, (int, float)) and not isinstance(learning_starts, bool):
+        return learning_starts
+    return None
+
+
+def quick_learning_starts(n_timesteps: int) -> int:
+    """``--quick``'s ``learning_starts``: a tenth of the budget."""
+    return max(1, n_timesteps // 10)
+
+
+def short_budget_problem(algo: str, hyperparams: dict[str, Any], n_timesteps: int, budget_source: str) -> str | None:
+    """
+    ``train``'s and ``train -optimize``'s rule for a budget that would train nothing (``study``'s is the same, in
+    :func:`sb3_ablation.study.plan.config.check_budget`).
+
+    :param algo: the rl_zoo3 algorithm
+    :param hyperparams: its hyperparameters (the entry with the overrides)
+    :param n_timesteps: the budget
+    :param budget_source: where the budget comes from, e.g. ``-n 200``
+    :return: the refusal, naming the fix, when the budget is at or below ``learning_starts``; else None
+    """
+    learning_starts = learning_starts_of(algo, hyperparams)
+    if learning_starts is None or n_timesteps > learning_starts:
+        return None
+    return (
+        f"the budget ({budget_source}) is at or below learning_starts ({learning_starts:g}), so nothing would be "
+        f"trained: lower learning_starts (--hyperparams learning_starts:{quick_learning_starts(n_timesteps)}) or add "
+        "--quick (learning_starts a tenth of -n)"
+    )
+
+
 def budget_warnings(
     algo: str, hyperparams: dict[str, Any], n_timesteps: int, budget_source: str, eval_freq: int, optimizing: bool
 ) -> list[str]:
     """
-    The warnings of a run that would silently not train, or not evaluate.
+    The warnings of a run that would not evaluate (one that would not train is refused: :func:`short_budget_problem`).
 
     :param algo: the rl_zoo3 algorithm
     :param hyperparams: its hyperparameters (the entry with the overrides)
@@ -241,34 +310,50 @@ def budget_warnings(
     :param budget_source: where the budget comes from, e.g. ``-n 200``
     :param eval_freq: ``--eval-freq`` (not used when optimizing)
     :param optimizing: with ``-optimize``
-    :return: one line each: a budget at or below ``learning_starts`` (nothing is trained), an ``--eval-freq`` beyond
-        the budget (no evaluation)
+    :return: one line: an ``--eval-freq`` beyond the budget (no evaluation); or none
     """
-    found: list[str] = []
     n_envs = int(hyperparams.get("n_envs", 1))
-    algo_class = zoo_algorithm_class(algo)
-    parameters = inspect.signature(algo_class).parameters if algo_class is not None else {}
-    learning_starts = hyperparams.get("learning_starts")
-    if learning_starts is None and "learning_starts" in parameters:
-        learning_starts = parameters["learning_starts"].default
-    if isinstance(learning_starts, (int, float)) and not isinstance(learning_starts, bool) and n_timesteps <= learning_starts:
-        found.append(
-            f"the budget ({budget_source}) is at or below learning_starts ({learning_starts:g}): nothing would be trained, "
-            "the run would only collect transitions"
-        )
     # rl_zoo3 counts --eval-freq in steps of all envs together and evaluates every eval_freq // n_envs VecEnv steps
     vec_steps = -(-n_timesteps // n_envs)
     if not optimizing and eval_freq > 0 and max(eval_freq // n_envs, 1) > vec_steps:
-        found.append(
+        return [
             f"--eval-freq {eval_freq} is beyond the budget ({budget_source}): no evaluation would happen "
             "(pass a smaller --eval-freq, or -1 for none)"
-        )
-    return found
+        ]
+    return []
 
 
-def _train_manager_class(trial_seeds: int = 1, trial_aggregate: str = "mean") -> type:
+class HeldOutput:
+    """
+    Holds what is printed to ``sys.stdout`` (rl_zoo3's ~20 lines of preamble: the env, the seed, the entry) until
+    :meth:`release`, which prints it, once the run is set up and starts; a run refused before then prints its one
+    error line alone.
+    """
+
+    def __enter__(self) -> HeldOutput:
+        self.stdout, self.held = sys.stdout, io.StringIO()
+        sys.stdout = self.held
+        return self
+
+    def release(self) -> None:
+        """Print what was held, and let further output through."""
+        if sys.stdout is self.held:
+            sys.stdout = self.stdout
+            self.stdout.write(self.held.getvalue())
+
+    def __exit__(self, error_type: type[BaseException] | None, *rest: Any) -> None:
+        if error_type is None or not issubclass(error_type, (ZooConfigError, SystemExit)):
+            self.release()  # (an unexpected error: the preamble may help to read its traceback)
+        elif sys.stdout is self.held:
+            sys.stdout = self.stdout
+
+
+def _train_manager_class(trial_seeds: int = 1, trial_aggregate: str = "mean", output: HeldOutput | None = None) -> type:
     class TrainExperimentManager(AblationExperimentManager):
-        """``train``'s experiment manager: says (on stderr, once set up) when the run would not train or evaluate."""
+        """
+        ``train``'s experiment manager: refuses a budget that would train nothing, says (on stderr, as the run
+        starts) when it would not evaluate, and prints rl_zoo3's preamble only then.
+        """
 
         budget_warnings: tuple[str, ...] = ()
 
@@ -279,16 +364,19 @@ def _train_manager_class(trial_seeds: int = 1, trial_aggregate: str = "mean") ->
             else:
                 n_timesteps = int(hyperparams["n_timesteps"])
                 source = f"n_timesteps {n_timesteps} in {self.config_source}"
+            problem = short_budget_problem(self.algo, hyperparams, n_timesteps, source)
+            if problem is not None:
+                raise ZooConfigError(problem)
             self.budget_warnings = tuple(
                 budget_warnings(self.algo, hyperparams, n_timesteps, source, self.eval_freq, self.optimize_hyperparameters)
             )
             return hyperparams, saved_hyperparams
 
-        def setup_experiment(self) -> Any:
-            result = super().setup_experiment()
-            for warning in self.budget_warnings:  # (not before: a set-up error is then the only line)
+        def starting(self) -> None:
+            if output is not None:
+                output.release()
+            for warning in self.budget_warnings:
                 print(f"{PROG}: warning: {warning}", file=sys.stderr)
-            return result
 
     TrainExperimentManager.trial_seeds = trial_seeds
     TrainExperimentManager.trial_aggregate = trial_aggregate
@@ -327,9 +415,13 @@ def main(argv: list[str] | None = None, search_space: dict[str, dict[str, Any]] 
         args = train_parser().parse_args(argv)
         register(SWITCHES if args.tune_switches == [] else tuple(args.tune_switches or ()), search_space)
         _check(args)
-        if args.optimize_hyperparameters:
-            _optimization_defaults(args)
-        run_train(_zoo_arguments(args), _train_manager_class(args.trial_seeds, args.trial_aggregate or "mean"))
+        if args.quick:
+            _apply_quick(args)
+        with HeldOutput() as preamble:
+            if args.optimize_hyperparameters:
+                _optimization_defaults(args)
+            manager_class = _train_manager_class(args.trial_seeds, args.trial_aggregate or "mean", preamble)
+            run_train(_zoo_arguments(args), manager_class)
         if args.optimize_hyperparameters:
             output = args.export_best or str(Path(args.log_folder) / args.algo / f"best_{args.env}.yml")
             try:

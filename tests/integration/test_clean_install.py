@@ -97,6 +97,22 @@ def test_train_enjoy_record_video(clean_install):
     run(clean_install, "train", "--algo", "ablatable_td3", "--env", "Pendulum-v1", "-n", "300", "-f", "logs", "--seed", "0",
         "--eval-freq", "-1", "--hyperparams", *TINY)  # fmt: skip
     assert (work / "logs" / "ablatable_td3" / "Pendulum-v1_1" / "Pendulum-v1.zip").is_file()
+    # the Python line builds and trains the same model from the wheel's zoo config
+    from_zoo = """
+import torch
+from sb3_ablation import AblatableTD3
+trained = AblatableTD3.load("logs/ablatable_td3/Pendulum-v1_1/Pendulum-v1.zip").policy.state_dict()
+model = AblatableTD3.from_zoo("Pendulum-v1", seed=0, n_timesteps=300, learning_starts=100, policy_kwargs={"net_arch": [16]})
+weights = model.learn(progress_bar=False).policy.state_dict()
+print(all(torch.equal(weights[key], trained[key]) for key in trained))
+"""
+    bin_folder, _ = clean_install
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    result = subprocess.run(
+        [str(bin_folder / "python"), "-c", from_zoo], cwd=work, env={**env, "OMP_NUM_THREADS": "1"},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.stdout.splitlines()[-1:] == ["True"], result.stdout + result.stderr
     run(clean_install, "enjoy", "--algo", "ablatable_td3", "--env", "Pendulum-v1", "-f", "logs", "--no-render", "-n", "50")
     run(clean_install, "record-video", "--algo", "ablatable_td3", "--env", "Pendulum-v1", "-f", "logs", "-n", "50",
         "-o", "videos")  # fmt: skip

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from sb3_ablation.cli.study import first_sentence
 from sb3_ablation.study.plan.config import (
     SeedList,
     StudyConfig,
@@ -144,8 +145,70 @@ CASES: dict[str, tuple[list[str], dict, list[str], list[str]]] = {
         [],
         ["--trained-agent ppo.zip holds a PPO model", "ActorCriticPolicy", "ablatable_td3 does not load", "use --algo ppo"],
     ),
+    # a budget that would train nothing: one rule for train, train -optimize and study
+    "train: budget at or below learning_starts": (
+        [*TRAIN, "-n", "3000"],
+        {},
+        [],
+        ["the budget (-n 3000) is at or below learning_starts (10000)", "learning_starts:300", "--quick"],
+    ),
+    "train -optimize: budget at or below learning_starts": (
+        [*TRAIN, "-n", "2000", "-optimize", "--n-trials", "1"],
+        {},
+        [],
+        ["the budget (-n 2000) is at or below learning_starts (10000)", "learning_starts:200", "--quick"],
+    ),
+    "train: --quick without -n": ([*TRAIN, "--quick"], {}, [], ["--quick", "add -n"]),
+    "train: --quick and learning_starts": (
+        [*TRAIN, "-n", "300", "--quick", "--hyperparams", "learning_starts:5"],
+        {},
+        [],
+        ["--quick sets learning_starts, which --hyperparams sets too"],
+    ),
+    "train: log folder that cannot be made": (
+        ["train", "--algo", "ablatable_td3", "--env", ENV, "-n", "300", "--quick", "-f", "/proc/forbidden"],
+        {},
+        [],
+        ["cannot create /proc/forbidden (-f /proc/forbidden): No such file or directory"],
+    ),
+    "study: budget at or below learning_starts": (
+        ["study", "--env", ENV, "-n", "3000", "--out", "out", "--no-progress"],
+        {},
+        [],
+        ["n_timesteps 3,000 is at or below learning_starts 10,000", "learning_starts:300", "--quick"],
+    ),
+    "study: --quick without -n": (
+        ["study", "--env", ENV, "--out", "out", "--no-progress", "--quick"],
+        {},
+        [],
+        ["--quick", "add -n"],
+    ),
     # enjoy and record-video
     "enjoy: no model": (ENJOY, {}, [], ["no trained ablatable_td3 model"]),
+    "enjoy: no folder, default -f": (
+        ["enjoy", "--algo", "ablatable_td3", "--env", ENV, "--no-render", "-n", "10"],
+        {},
+        [],
+        ["no folder rl-trained-agents/ablatable_td3", "pass -f with the log folder", "-f defaults to"],
+    ),
+    "enjoy: experiment without a model": (
+        [*ENJOY, "--exp-id", "2"],
+        {MODEL: _saved_model("TD3"), "logs/ablatable_td3/Pendulum-v1_2/Pendulum-v1/config.yml": "x"},
+        [],
+        ["No model found", "Pendulum-v1_2 (--exp-id 2)", "hold one: Pendulum-v1_1 (pass --exp-id 1)"],
+    ),
+    "enjoy: no such experiment": (
+        [*ENJOY, "--exp-id", "7"],
+        {MODEL: _saved_model("TD3")},
+        [],
+        ["no experiment folder logs/ablatable_td3/Pendulum-v1_7 (--exp-id 7)", "(pass --exp-id 1)"],
+    ),
+    "enjoy: no experiment holds a model": (
+        ENJOY,
+        {"logs/ablatable_td3/Pendulum-v1_1/Pendulum-v1/config.yml": "x"},
+        [],
+        ["No model found", "(--exp-id 0)", "none of its experiments holds one"],
+    ),
     "enjoy: corrupt model": (ENJOY, _file(MODEL, "not a zip"), [], ["not a readable model file"]),
     "enjoy: truncated model": (ENJOY, {MODEL: _truncated_zip()}, [], ["not a readable model file"]),
     "enjoy: zero steps": ([*ENJOY, "-n", "0"], {}, [], ["-n 0", "positive"]),
@@ -408,7 +471,7 @@ PENDING: dict[str, str] = {}
              for name in CASES],
 )  # fmt: skip
 def test_bad_input_is_one_line_exit_2_and_nothing_written(outcomes, case):
-    code, _, stderr, before, after = outcomes[case]
+    code, stdout, stderr, before, after = outcomes[case]
     lines = stderr.strip().splitlines()
     assert "Traceback" not in stderr, stderr
     assert len(lines) == 1, stderr
@@ -418,8 +481,10 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(outcomes, case):
         assert lines[0].startswith(f"sb3-ablation {command}: error: ")
     for text in CASES[case][3]:
         assert text in lines[0]
-    if "simulator" in case:  # the cause, not the config that names the env
+    if "simulator" in case or "log folder" in case:  # the cause, not the config that names the env
         assert "zoo_configs" not in lines[0]
+    if command == "train":  # rl_zoo3's preamble is printed only once a run is set up
+        assert stdout == "", stdout
     assert code == 2
     assert after == before
 
@@ -506,8 +571,13 @@ def test_shipped_studies_are_found_by_name_and_listed_in_help(capsys):
     with pytest.raises(SystemExit):
         study_main(["--help"])
     help_text = capsys.readouterr().out
-    for name in shipped_studies():
+    flowing = " ".join(help_text.split())
+    for name, path in shipped_studies().items():
         assert f"  {name} " in help_text
+        # each description is its file's first sentence, whole (not cut at the end of a comment line)
+        description = first_sentence(path.read_text())
+        assert description.endswith((".", "?", ":")) and len(description.split()) >= 8, description
+        assert f"{name} {description}" in flowing
 
 
 def test_a_tuned_zoo_file_feeds_a_study(tmp_path):

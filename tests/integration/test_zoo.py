@@ -204,7 +204,7 @@ BAD_INPUT = {
     # passes the checks, fails while rl_zoo3 sets up the run (after it created the run folder): the env is named, with
     # its env_kwargs, not the config
     "env rejects kwargs": (
-        ["--env-kwargs", "no_such_arg:1"],
+        ["--quick", "--env-kwargs", "no_such_arg:1"],
         ["could not make the evaluation env Pendulum-v1", "no_such_arg"],
     ),
 }
@@ -330,20 +330,28 @@ def _stderr_warnings(capsys) -> list[str]:
     return [line for line in capsys.readouterr().err.splitlines() if line.startswith("sb3-ablation train: warning:")]
 
 
-def test_a_budget_at_or_below_learning_starts_is_said(tmp_path, capsys):
-    # Pendulum's entry starts learning after 10000 steps: a 100-step run only collects transitions
+def test_a_budget_at_or_below_learning_starts_is_refused_and_quick_trains_it(tmp_path, capsys):
+    # Pendulum's entry starts learning after 10000 steps: a 100-step run would only collect transitions
     argv = ["--algo", "ablatable_td3", "--env", ENV, "-f", str(tmp_path / "logs"), "-n", "100", "--eval-freq", "-1"]
-    assert train.main([*argv, "--hyperparams", "policy_kwargs:'dict(net_arch=[8])'"]) == 0
-    assert _stderr_warnings(capsys) == [
-        "sb3-ablation train: warning: the budget (-n 100) is at or below learning_starts (10000): nothing would be "
-        "trained, the run would only collect transitions"
-    ]
-    assert AblatableTD3.load(model_path(tmp_path, "ablatable_td3"))._n_updates == 0  # indeed
-    # at learning_starts exactly, still nothing
-    assert train.main([*argv, "--hyperparams", "learning_starts:100", "policy_kwargs:'dict(net_arch=[8])'"]) == 0
-    (warning,) = _stderr_warnings(capsys)
-    assert "(-n 100) is at or below learning_starts (100)" in warning
-    assert AblatableTD3.load(model_path(tmp_path, "ablatable_td3", run=2))._n_updates == 0
+    small = ["--hyperparams", "policy_kwargs:'dict(net_arch=[8])'"]
+    for extra in ([], ["-optimize", "--n-trials", "1"]):  # one rule, with or without -optimize
+        assert train.main([*argv, *small, *extra]) == 2
+        captured = capsys.readouterr()
+        assert captured.err == (
+            "sb3-ablation train: error: the budget (-n 100) is at or below learning_starts (10000), so nothing would be "
+            "trained: lower learning_starts (--hyperparams learning_starts:10) or add --quick (learning_starts a tenth "
+            "of -n)\n"
+        )
+        assert captured.out == ""  # rl_zoo3's preamble is not printed for a refused run
+        assert not (tmp_path / "logs").exists()
+    # at learning_starts exactly, still nothing to train
+    assert train.main([*argv, "--hyperparams", "learning_starts:100", "policy_kwargs:'dict(net_arch=[8])'"]) == 2
+    assert "(-n 100) is at or below learning_starts (100)" in capsys.readouterr().err
+    # --quick: learning_starts a tenth of -n, recorded in the run's config
+    assert train.main([*argv, *small, "--quick"]) == 0
+    assert "Seed: " in capsys.readouterr().out  # the preamble, once the run is set up
+    model = AblatableTD3.load(model_path(tmp_path, "ablatable_td3"))
+    assert (model.learning_starts, model._n_updates) == (10, 90)
 
 
 def test_an_eval_freq_beyond_the_budget_is_said(tmp_path, capsys):
@@ -372,10 +380,9 @@ def test_budget_warnings_count_as_rl_zoo_does():
     assert train.budget_warnings("ablatable_td3", entry, 1000, "-n 1000", 1003, optimizing=False) == []
     assert len(train.budget_warnings("ablatable_td3", entry, 1000, "-n 1000", 1004, optimizing=False)) == 1
     # learning_starts not in the entry: the algorithm's default (SB3's 100); none for an algorithm without it
-    (warning,) = train.budget_warnings("ablatable_td3", {}, 100, "-n 100", -1, optimizing=False)
-    assert "learning_starts (100)" in warning
-    assert train.budget_warnings("ablatable_td3", {}, 101, "-n 101", -1, optimizing=False) == []
-    assert train.budget_warnings("ppo", {}, 10, "-n 10", -1, optimizing=False) == []
+    assert "learning_starts (100)" in train.short_budget_problem("ablatable_td3", {}, 100, "-n 100")
+    assert train.short_budget_problem("ablatable_td3", {}, 101, "-n 101") is None
+    assert train.short_budget_problem("ppo", {}, 10, "-n 10") is None
 
 
 def test_train_runs_on_one_torch_thread_unless_told(tmp_path, monkeypatch, capsys):

@@ -224,7 +224,7 @@ def test_a_second_run_continues_the_study_from_its_storage(tmp_path, capsys, suf
     # a third run with another aggregate would mix incomparable values: refused in one line
     assert _optimize(tmp_path, "ddpg_scratch", *extra, "--trial-aggregate", "iqm", storage=storage) == 2
     error = capsys.readouterr().err.strip()
-    assert "\n" not in error and "--trial-aggregate iqm" in error and "another --study-name" in error
+    assert "\n" not in error and "trial_aggregate 'mean', here 'iqm'" in error and "a new --study-name" in error
     assert len(_trials(storage)) == 2
 
 

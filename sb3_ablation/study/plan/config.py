@@ -413,7 +413,8 @@ def check_budget(config: StudyConfig, env_id: str, algo: str, hyperparams: dict[
     if budget <= learning_starts:
         raise StudyError(
             f"{env_id} ({algo}): n_timesteps {budget:,} is at or below learning_starts {learning_starts:,}, so no run "
-            "would train; raise -n or lower learning_starts (--hyperparams learning_starts:...)"
+            f"would train: lower learning_starts (--hyperparams learning_starts:{max(1, budget // 10)}) or add --quick "
+            "(learning_starts a tenth of -n)"
         )
     if config.eval_freq is not None and config.eval_freq > budget:
         raise StudyError(
