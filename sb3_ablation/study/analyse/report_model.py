@@ -14,8 +14,8 @@ reader sees in one place what a report holds.
 
 To add an analysis to the report:
 
-1. give its result a type: a dataclass here (or in the module that computes it, imported here under
-   ``TYPE_CHECKING``);
+1. give its result a type: a dataclass here (a type from a module that imports this one would close an import
+   cycle, which tests/unit/test_layers.py forbids, ``TYPE_CHECKING`` or not);
 2. add it as a new field of :class:`ReportModel` (or of :class:`EnvResult` for a per-task analysis) with a default
    (``None``, an empty list or dict), so every other constructor call keeps working;
 3. compute it in :func:`~sb3_ablation.study.analyse.analysis.analyse_study` (or ``build_model`` for what the tuned arm
@@ -121,7 +121,7 @@ class CurveEstimate:
 
     @property
     def n_runs(self) -> int:
-        return self.per_run.shape[0]
+        return int(self.per_run.shape[0])
 
 
 @dataclass
@@ -439,6 +439,7 @@ class ReportModel:
     :param engines: the engines' agreement, where the seeds come from more than one engine
     :param tuning: both answers of a study that tuned every variant for itself
     :param data: the loaded study (manifest, run status, warnings, failed runs), which the report shows as it is
+    :param evaluations: the tidy table of every evaluation (:func:`~sb3_ablation.study.analyse.tidy.evaluation_rows`)
     """
 
     plan: AnalysisPlan
@@ -457,6 +458,7 @@ class ReportModel:
     engines: EngineCheck | None = None
     tuning: TuningComparison | None = None
     data: StudyData | None = None
+    evaluations: list[dict[str, Any]] = field(default_factory=list)
 
 
 __all__ = [
