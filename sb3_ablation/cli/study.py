@@ -309,7 +309,8 @@ def _run_looks(config: StudyConfig) -> StudyResult:
 
 
 def _report(out: str, reps: int | None = None, seed: int | None = None, **plan_changes) -> Path:
-    from sb3_ablation.study.render.report import DEFAULT_REPS, DEFAULT_SEED, write_report
+    from sb3_ablation.study import write_report
+    from sb3_ablation.study.render.report import DEFAULT_REPS, DEFAULT_SEED
 
     path = write_report(out, reps=reps or DEFAULT_REPS, seed=DEFAULT_SEED if seed is None else seed, **plan_changes)
     print(f"report: {path} (figures in {path.parent / 'figures'})")

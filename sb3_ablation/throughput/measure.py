@@ -21,8 +21,8 @@ from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.preprocessing import get_action_dim
 
-from sb3_ablation.throughput.models import ENV_ID, baseline_of, build_model, fill_replay_buffer, speed_mode_description
 from sb3_ablation.common.mixed_precision import bfloat16_speedup, cpu_has_bfloat16_instructions
+from sb3_ablation.throughput.models import ENV_ID, baseline_of, build_model, fill_replay_buffer, speed_mode_description
 
 # Matrix-multiply kernels as the CPU profiler names them: nn.Linear runs aten::addmm forward and aten::mm backward;
 # oneDNN-fused linear layers (torch.compile on CPU) show up as mkldnn::_linear_pointwise.

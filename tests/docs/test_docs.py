@@ -197,7 +197,8 @@ def test_the_guides_switch_table_is_the_generated_one():
 def test_every_committed_study_folder_keeps_its_run_records_in_git():
     """Every study folder under docs/studies, a tuned arm's ``tuned/`` included, has the records of its first grid (the
     first block of seeds) tracked by git: a report's numbers must recompute from a fresh clone, which has only what
-    git tracks (an ignore rule once kept a tuned arm's records out)."""
+    git tracks (an ignore rule once kept a tuned arm's records out). A study still running (no report.json yet, or
+    runs still checkpointed) is held to the records it has finished."""
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     listed = subprocess.run(["git", "ls-files", "docs/studies"], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -213,5 +214,7 @@ def test_every_committed_study_folder_keeps_its_run_records_in_git():
             for variant in grid["variants"]
             for seed in grid["seeds"]
         }
+        if not (study.parent / "report.json").exists() or any(study.parent.glob("runs/**/*.checkpoint")):
+            expected = {record for record in expected if (ROOT / record).exists()}
         missing = sorted(expected - tracked)
         assert not missing, f"{folder}: {len(missing)} run records not in git, e.g. {missing[0]}"

@@ -10,12 +10,13 @@ import pytest
 from scipy import stats
 
 from sb3_ablation.common.io import read_json, write_json_atomic
+from sb3_ablation.study import write_report
 from sb3_ablation.study.analyse.outcomes import outcome_values
 from sb3_ablation.study.analyse.report import analyse_study
 from sb3_ablation.study.analyse.results import load_study
 from sb3_ablation.study.analyse.statistics import curve_estimates, iqm_per_timestep, min_permutation_p, outcome_statistics
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
-from sb3_ablation.study.render.report import render_report, write_report
+from sb3_ablation.study.render.report import render_report
 from sb3_ablation.study.store.runs import iter_runs, read_run, run_path, write_run
 
 REPS = 200  # small bootstraps keep the tests fast; the effects below are far larger than any CI

@@ -7,11 +7,12 @@ import pytest
 from scipy import stats
 
 from sb3_ablation import SWITCHES
+from sb3_ablation.study import write_report
 from sb3_ablation.study.analyse.results import load_study
 from sb3_ablation.study.analyse.statistics import outcome_statistics
 from sb3_ablation.study.plan.config import StudyError, resolve_hyperparams
 from sb3_ablation.study.plan.variants import expand_preset, parse_variant, resolve_variants
-from sb3_ablation.study.render.report import status_markdown, write_report
+from sb3_ablation.study.render.report import status_markdown
 from sb3_ablation.study.run.overestimation import discounted_returns
 from sb3_ablation.study.run.recording import library_versions
 from sb3_ablation.study.run.runner import run_study

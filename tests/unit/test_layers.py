@@ -77,7 +77,7 @@ RESTS_ON: dict[str, tuple[str, ...]] = {
     "__init__.py": ("ddpg", "td3"),  # the public names: AblatableTD3, DDPG, SWITCHES
     "zoo": ("__init__.py", "batched"),  # rl_zoo3 integration
     "throughput": ("__init__.py",),  # training throughput
-    "study": (),  # study/__init__.py (its docstring names the study's layers)
+    "study": ("study/render",),  # study/__init__.py: its docstring names the layers; write_report runs the last two
     "study/plan": ("zoo",),
     "study/store": ("study/plan",),
     "study/run": ("study/store",),

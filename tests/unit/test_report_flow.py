@@ -1,6 +1,6 @@
 """The report flows one way: analyse computes the report model, render only reads it. render/ imports from analyse/
-types and constants (or anything under ``TYPE_CHECKING``), never a function, except the one entry point that
-composes the two (``write_report``: ``analyse_study`` then ``render_report``)."""
+types and constants (or anything under ``TYPE_CHECKING``), never a function (``sb3_ablation.study.write_report``,
+above the layers, composes the two: ``analyse_study`` then ``render_report``)."""
 
 import ast
 import importlib
@@ -14,7 +14,7 @@ import sb3_ablation.study.render
 RENDER = Path(sb3_ablation.study.render.__file__).parent
 ANALYSE = "sb3_ablation.study.analyse"
 # (render module, name): the functions of analyse/ a render module may import
-ENTRY_POINTS = {("report", "analyse_study")}
+ENTRY_POINTS: set[tuple[str, str]] = set()
 
 
 def _type_checking_blocks(tree: ast.Module) -> set[int]:

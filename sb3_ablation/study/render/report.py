@@ -29,9 +29,6 @@ import matplotlib
 from sb3_ablation.common.io import write_text_atomic
 from sb3_ablation.common.training_stats import ACTOR_STD, TARGET_Q_MEAN, TD_ERROR, TWIN_Q_GAP, q_mean_key
 from sb3_ablation.study.analyse.figure_data import MAX_CURVES
-
-# the one entry point that computes, called by write_report alone: load and analyse, then render the model
-from sb3_ablation.study.analyse.report import analyse_study
 from sb3_ablation.study.analyse.results import DIAGNOSTICS
 from sb3_ablation.study.analyse.statistics import DEFAULT_REPS, DEFAULT_SEED, MIN_RUNS
 from sb3_ablation.study.render.across import across_section
@@ -72,7 +69,7 @@ if TYPE_CHECKING:
     from sb3_ablation.study.analyse.report_model import EnvFigures, EnvResult, ProfileEstimate, ReportModel
     from sb3_ablation.study.analyse.results import StudyData
 
-__all__ = ["DEFAULT_REPS", "DEFAULT_SEED", "render_report", "status_markdown", "write_report"]
+__all__ = ["DEFAULT_REPS", "DEFAULT_SEED", "render_report", "status_markdown"]
 
 FINDINGS_START, FINDINGS_END = "<!-- generated:findings:start -->", "<!-- generated:findings:end -->"
 
@@ -236,25 +233,3 @@ def render_report(model: ReportModel, out: str | os.PathLike) -> Path:
     path = out / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")
     return path
-
-
-def write_report(
-    out: str | os.PathLike,
-    reps: int = DEFAULT_REPS,
-    seed: int = DEFAULT_SEED,
-    baseline: str | None = None,
-    **plan_changes: Any,
-) -> Path:
-    """
-    Analyse a study (:func:`~sb3_ablation.study.analyse.report.analyse_study`) and render its report
-    (:func:`render_report`): ``<out>/report.md``, ``<out>/report.json``, the figures (``<out>/figures/*.png``) and the
-    tidy table of the evaluations (``<out>/evaluations.csv``).
-
-    :param out: the study folder
-    :param reps: bootstrap replications of the IQM intervals (curves and profiles use at most 2,000)
-    :param seed: bootstrap seed
-    :param baseline: variant to compare against (default ``td3``, or the study's first variant without it)
-    :param plan_changes: changes to the declared analysis plan (``alpha``, ``primary``, ``margins``, ...)
-    :return: the report's path
-    """
-    return render_report(analyse_study(out, reps, seed, baseline, **plan_changes), out)
