@@ -233,12 +233,12 @@ def factorial_two_part(
     :param seed: seed of the permutation test
     :return: factor -> :class:`FactorTwoPart`, in the design's order
     """
-    rows = np.arange(len(design.cells)) if rows is None else np.asarray(rows)
-    signs = design.signs[rows]
+    chosen = np.arange(len(design.cells)) if rows is None else np.asarray(rows, dtype=np.int64)
+    signs = design.signs[chosen]
     varying = [f for j, f in enumerate(design.factors) if len(set(signs[:, j].tolist())) == 2]
     factors = list(factors) if factors is not None else varying
-    returns, failed = np.asarray(returns, dtype=float)[rows], np.asarray(failed, dtype=float)[rows]
-    results: dict[str, tuple] = {}
+    returns, failed = np.asarray(returns, dtype=float)[chosen], np.asarray(failed, dtype=float)[chosen]
+    results: dict[str, tuple[Rate, Rate, float, float, int, tuple[float, int, float]]] = {}
     for name in factors:
         column = design.factors.index(name)
         pairs = strata(signs, column)
