@@ -202,3 +202,56 @@ def test_a_task_is_at_its_ceiling_only_where_every_arm_sits_close_to_the_referen
     assert qualified_verdict(EQUIVALENT, at_ceiling=flag.at_ceiling) == "equivalent (at ceiling)"
     assert qualified_verdict(EQUIVALENT, at_floor=True) == "equivalent (at floor)"
     assert qualified_verdict(UNRESOLVED, at_ceiling=True) == UNRESOLVED
+
+
+# -- a whole task: env_learning and factorial_learning ----------------------------------------------------------------
+
+
+def synthetic_study():
+    """A 2^3 on Pendulum-v1 (replay buffer, target networks, clipped double Q), 10 seeds: nothing learns without the
+    replay buffer (-1,200, below the rule's -1,165.55); with it the runs end near rl-zoo's -151.9, clipped double Q
+    adding exactly 3 in every seed."""
+    from pathlib import Path
+
+    from sb3_ablation.study.analyse.results import StudyData
+    from sb3_ablation.study.plan.variants import parse_variant, resolve_variants
+
+    variants = [v.name for v in resolve_variants(["factorial:replay_buffer,target_networks,clipped_double_q"])]
+    runs = {}
+    for name in variants:
+        switches = parse_variant(name).switches
+        for seed in range(10):
+            learned = -160.0 + seed / 10 + 3 * switches["clipped_double_q"]
+            final = learned if switches["replay_buffer"] else -1200.0 - seed
+            episode = {"steps": 200, "terminated": False, "states": 0, "q_sum": 0.0, "return_sum": 0.0,
+                       "abs_return_sum": 0.0, "max_abs_reward": 16.3}  # fmt: skip
+            runs.setdefault(name, []).append(RunCurves(
+                seed=seed, timesteps=np.array([0, 20_000]), values={"mean_return": np.array([-1300.0, final])},
+                episode_returns=[np.array([-1300.0]), np.array([final])], value_episodes=[[episode], [episode]],
+            ))  # fmt: skip
+    manifest = {"hyperparams": {"Pendulum-v1": {"ablatable_td3": {"n_timesteps": 20_000, "gamma": 0.98}}}}
+    return StudyData(Path("synthetic"), manifest, ["Pendulum-v1"], variants, {"Pendulum-v1": runs})
+
+
+def test_a_task_in_two_parts_and_its_factorial_read_where_td3_learns():
+    from sb3_ablation.study.analyse.learning import env_learning, factorial_learning
+
+    data = synthetic_study()
+    learning = env_learning(data, "Pendulum-v1", "td3", PLAN, RULES, margin=50.0)
+    assert learning.threshold == -1218.9 + 0.05 * (-151.9 + 1218.9)
+    no_replay = learning.two_arm["no_replay_buffer"]
+    assert (no_replay.variant.failed, no_replay.baseline.failed, no_replay.p_failure) == (10, 0, 2 * 0.5**10)
+    assert no_replay.learned is None  # no seed where both learned
+    no_clipped = learning.two_arm["no_clipped_double_q"]
+    assert no_clipped.p_failure == 1.0 and no_clipped.learned.differences == pytest.approx((-3.0,) * 10)
+    assert learning.budget.n == 10 and learning.budget.td3_mean == pytest.approx(-157.0 + 0.45)
+    assert not any(f.diverged for runs in learning.fates.values() for f in runs.values())  # no Q measured: not judged
+
+    (equivalent,) = compare_family({"A": np.array([1.0, -1.0] * 5)}, 0.05, 50.0, test="t", equivalence_test="t").values()
+    result = factorial_learning(data, "Pendulum-v1", learning.fates, PLAN, RULES, 50.0, main={"A": equivalent})
+    assert result.region.enabling == ("replay_buffer",) and len(result.region.rows) == 4
+    assert result.two_part["replay_buffer"].verdict == DIFFERS and result.two_part["clipped_double_q"].verdict != DIFFERS
+    assert set(result.two_part_in_region) == {"target_networks", "clipped_double_q"}
+    assert result.conditional.effects["clipped_double_q"].differences == pytest.approx((3.0,) * 10)
+    assert result.ceiling.at_ceiling  # every cell with the replay buffer ends within 53.35 of -151.9
+    assert result.main_verdicts == {"A": "unresolved (at floor)"}
