@@ -12,8 +12,15 @@ from sb3_ablation.study.analyse.budget import budget_progress, ceiling, qualifie
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED, compare_family
 from sb3_ablation.study.analyse.learning_region import conditional_effects, floor_verdict, learning_region
 from sb3_ablation.study.analyse.results import RunCurves
-from sb3_ablation.study.analyse.run_fates import critic_value, largest_abs_reward, run_fate
-from sb3_ablation.study.analyse.two_part import exact_stratified_test, factorial_two_part, strata, two_arm
+from sb3_ablation.study.analyse.run_fates import critic_value, largest_abs_reward, run_fate, sound_critics
+from sb3_ablation.study.analyse.two_part import (
+    exact_stratified_test,
+    factorial_two_part,
+    rate,
+    return_verdict,
+    strata,
+    two_arm,
+)
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, PlanError
 from sb3_ablation.study.plan.designs import full_factorial, half_fraction
 from sb3_ablation.study.plan.learning_rules import LearningRules, learning_threshold, paper_reference, random_return
@@ -68,6 +75,14 @@ def test_two_arms_fail_apart_and_compare_the_return_where_both_learned():
     assert (result.variant.failed, result.baseline.failed) == (6, 0)
     assert result.p_failure == 2 * 0.5**6  # exact McNemar: 6 discordant seeds, all one way
     assert result.learned_seeds == (6, 7, 8, 9) and result.learned.n == 4 and result.learned.effect == 100.0
+
+
+def test_no_return_equivalence_where_an_arm_has_failures():
+    (equivalent,) = compare_family({"x": np.array([1.0, -1.0] * 5)}, 0.05, 50.0, test="t", equivalence_test="t").values()
+    assert equivalent.verdict == EQUIVALENT
+    assert return_verdict(equivalent, rate([False] * 8 + [True] * 2), rate([False] * 10)) == "unresolved (failures in an arm)"
+    assert return_verdict(equivalent, rate([False] * 10), rate([True] + [False] * 9)) == "unresolved (failures in an arm)"
+    assert return_verdict(equivalent, rate([False] * 10), rate([False] * 10)) == EQUIVALENT
 
 
 def synthetic_factorial(seeds=10):
@@ -157,6 +172,8 @@ def test_a_critic_diverges_beyond_the_value_its_own_rewards_allow_without_any_re
     fate = run_fate(inside, None, 0.9, 1000, rules, PLAN)  # no threshold: no learning rule, still a divergence rule
     assert (fate.did_not_learn, fate.diverged, fate.q_bound, fate.exact_bound) == (None, False, pytest.approx(20.0), True)
     assert run_fate(beyond, None, 0.9, 1000, rules, PLAN).diverged and run_fate(beyond, None, 0.9, 1000, rules, PLAN).failed
+    fates = {0: run_fate(inside, None, 0.9, 1000, rules, PLAN), 1: run_fate(beyond, None, 0.9, 1000, rules, PLAN)}
+    assert sound_critics(fates) == [0]  # the overestimation is averaged over seed 0 only
     # a record without max_abs_reward: bounded from below by the score per scored step (200 / 100)
     old = run_with(21.0, score=200.0, steps=100)
     assert largest_abs_reward(old, 0.9, 1000) == (2.0, False)

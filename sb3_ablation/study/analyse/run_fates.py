@@ -145,3 +145,9 @@ def fate_arrays(fates: dict[str, dict[int, RunFate]], variants: list[str], seeds
             if fate is not None:
                 returns[i, j], failed[i, j] = fate.final_return, float(fate.failed)
     return returns, failed
+
+
+def sound_critics(fates: dict[int, RunFate]) -> list[int]:
+    """The seeds whose critic did not diverge (or was not judged): the runs an overestimation may be averaged over
+    (a diverged critic is a failure, counted by :attr:`RunFate.failed`, never a number to average)."""
+    return [seed for seed, fate in sorted(fates.items()) if not fate.diverged]

@@ -28,7 +28,7 @@ import numpy as np
 from scipy import stats
 
 from sb3_ablation.study.analyse.failures import paired_failure_test
-from sb3_ablation.study.analyse.inference import Comparison, compare_family, holm
+from sb3_ablation.study.analyse.inference import EQUIVALENT, Comparison, compare_family, holm
 from sb3_ablation.study.plan.designs import Design
 
 #: permutations of the stratified permutation test of the learned return
@@ -103,6 +103,22 @@ def two_arm(
         differences = np.array([returns[0][s] - returns[1][s] for s in learned])
         comparison = compare_family({"learned": differences}, alpha, margin, 0.8, 2, test, 0, equivalence_test)["learned"]
     return TwoArm(rate(list(variant.values()), alpha), rate(list(baseline.values()), alpha), p, comparison, tuple(learned))
+
+
+#: the label of a return equivalence withheld because an arm has failures
+FAILURES_IN_AN_ARM = "failures in an arm"
+
+
+def return_verdict(comparison: Comparison, variant: Rate, baseline: Rate) -> str:
+    """
+    The verdict on the return of all runs as the report may give it: an ``equivalent`` is withheld (``unresolved
+    (failures in an arm)``) where either arm has failed runs, which a test of the return cannot see as such (a rank
+    test reads a failed run as one low rank); the failure rates and the return among the runs that learned
+    (:class:`TwoArm`) answer there. Other verdicts stand.
+    """
+    if comparison.verdict == EQUIVALENT and (variant.failed or baseline.failed):
+        return f"unresolved ({FAILURES_IN_AN_ARM})"
+    return comparison.verdict
 
 
 def strata(signs: np.ndarray, factor: int) -> list[tuple[np.ndarray, np.ndarray]]:
