@@ -3,8 +3,8 @@
 Trains AblatableTD3 (all components on), our DDPG and SB3's TD3 over several seeds and prints the final evaluation
 returns: on Pendulum-v1 full TD3 should reach a mean return better than -200 (rl-zoo reports -152 +- 90 for SB3's
 TD3). ``--speed-mode`` compares AblatableTD3's default mode with ``speed_mode=True`` instead (same algorithm, not
-bit-exact): the 95% CIs of the IQM difference (a stratified bootstrap, and a paired t-interval over the shared seeds)
-should include 0. The hyperparameters are the package's zoo entry for ``--env`` (zoo_configs/ablatable_td3.yml:
+bit-exact), with a study report's own verdict (``compare_family``: the paired test over the shared seeds): it should
+not be ``differs``. The hyperparameters are the package's zoo entry for ``--env`` (zoo_configs/ablatable_td3.yml:
 rl-zoo's TD3 values).
 
     OMP_NUM_THREADS=1 python benchmarks/learning.py                       # Pendulum-v1, 5 seeds x 3 algorithms
@@ -16,6 +16,7 @@ rl-zoo's TD3 values).
 from __future__ import annotations
 
 import argparse
+import math
 import multiprocessing
 import os
 import statistics
@@ -38,7 +39,11 @@ from sb3_ablation.benchmark.cli import parse_model_list, parse_net_archs
 from sb3_ablation.benchmark.models import MODEL_NAMES, build_model
 from sb3_ablation.benchmark.tables import format_table
 from sb3_ablation.common.io import write_json_atomic
-from sb3_ablation.study.analyse.statistics import outcome_statistics
+from sb3_ablation.study.analyse.inference import compare_family
+from sb3_ablation.study.analyse.statistics import MIN_RUNS, outcome_statistics
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.render.format import fmt_ci, fmt_p
+from sb3_ablation.study.render.json import comparison_json
 
 ENV_ID = "Pendulum-v1"
 ZOO_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "zoo_configs", "ablatable_td3.yml")
@@ -192,38 +197,43 @@ def results_table(returns: dict[str, list[float]], seeds: list[int]) -> str:
 
 def speed_mode_comparison(default: list[float], speed: list[float], seeds: list[int]) -> dict[str, Any]:
     """
-    Speed mode against the default: the difference of IQMs with the study's statistics (95% stratified-bootstrap CI
-    of the IQM difference, and the paired difference over the shared seeds with its Student-t interval).
+    Speed mode against the default, decided as a study's report decides a comparison: the IQM of each (effect sizes)
+    and the verdict of the report's ``compare_family`` on the per-seed differences (speed - default, same seed: same
+    initial weights, env and evaluation episodes) with the default plan's paired test at alpha = 0.05; no margin is
+    declared, so the verdict is ``differs`` or ``unresolved``.
 
     :param default: final returns of the default mode, ordered by seed
     :param speed: final returns of the speed mode, ordered by seed
     :param seeds: the seeds of both
-    :return: ``iqm_default``, ``iqm_speed``, ``iqm_difference`` and ``iqm_difference_ci`` (``None`` below 5 seeds),
-        ``paired_difference`` and ``paired_ci``, and a one-line ``summary``
+    :return: ``iqm_default``, ``iqm_speed``, ``iqm_difference``, the ``paired`` comparison (as in report.json) and a
+        one-line ``summary``
     """
     scores = {"td3": np.asarray(default), "td3_speed": np.asarray(speed)}
     stats = outcome_statistics(scores, baseline="td3", seeds={name: seeds for name in scores})
     speed_stats = stats["td3_speed"]
+    plan = AnalysisPlan()
+    comparison = compare_family(
+        {"td3_speed": np.asarray(speed_stats.paired_diffs)},
+        plan.alpha,
+        math.nan,
+        plan.power,
+        MIN_RUNS,
+        plan.test,
+        0,
+        plan.equivalence_test,
+    )["td3_speed"]
     result = {
         "iqm_default": stats["td3"].iqm,
         "iqm_speed": speed_stats.iqm,
         "iqm_difference": speed_stats.diff,
-        "iqm_difference_ci": speed_stats.diff_ci,
-        "paired_difference": speed_stats.paired_diff,
-        "paired_ci": speed_stats.paired_ci,
+        "paired": comparison_json(comparison),
     }
-    if speed_stats.diff_ci is None:
-        result["summary"] = (
-            f"speed mode - default, IQM: {speed_stats.diff:+.1f} over {len(seeds)} seeds "
-            f"(no confidence interval below {speed_stats.min_runs} seeds)"
-        )
-        return result
-    (low, high), (paired_low, paired_high) = speed_stats.diff_ci, speed_stats.paired_ci
-    verdict = "includes 0" if low <= 0 <= high else "EXCLUDES 0"
+    reason = f" ({comparison.reason})" if comparison.reason else ""
+    interval = f" {fmt_ci(comparison.ci)}" if comparison.ci else ""
     result["summary"] = (
-        f"speed mode - default, IQM: {speed_stats.diff:+.1f}, 95% stratified-bootstrap CI [{low:.1f}, {high:.1f}] "
-        f"(width {high - low:.1f}, {verdict}); paired over {len(seeds)} seeds: {speed_stats.paired_diff:+.1f}, "
-        f"95% t-interval [{paired_low:.1f}, {paired_high:.1f}] (width {paired_high - paired_low:.1f})"
+        f"speed mode - default over {comparison.n} seeds: IQM {speed_stats.diff:+.1f}; paired estimate "
+        f"{comparison.effect:+.1f}{interval}, p {fmt_p(comparison.p_raw)}: {comparison.verdict}{reason} "
+        f"({comparison.test})"
     )
     return result
 

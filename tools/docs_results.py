@@ -3,7 +3,8 @@
 Writes ``docs/results/index.md`` (the answer to the exercise, the TD3 paper's Table 2 beside the committed effects,
 the list of studies) and one page per study with a report: its ``report.md`` (figures and links pointed at the study
 folder), plus any other markdown page of the folder (e.g. ``comparison.md``). Every number comes from a committed
-``report.json`` or ``report.md`` (the paper's from ``tools/td3_paper_table2.yml``); nothing here computes a statistic.
+``report.json`` (a study's page and status line are its ``report.md``; a study without a report yet is listed from its
+``study.json``; the paper's numbers from ``tools/td3_paper_table2.yml``); nothing here computes a statistic.
 
 ``--check`` writes nothing and fails (exit 1) when the committed pages differ from a fresh generation, naming them:
 ``make docs`` and ``tests/docs/test_docs.py`` run it. The library knows neither the docs nor the study folders.
@@ -151,15 +152,29 @@ def paper_lines() -> list[str]:
     return lines
 
 
+def _report_counts(report: dict[str, Any]) -> tuple[int, int]:
+    """The variants and seeds a report analysed (the baseline and every compared variant; confirmatory and replication
+    seeds), from its report.json."""
+    variants = {report["baseline"]} if report["baseline"] else set()
+    seeds: set[int] = set()
+    for envs in (report["envs"], report.get("replication") or {}):
+        for entry in envs.values():
+            seeds.update(entry["seeds"])
+            variants.update(v for outcome in entry["outcomes"].values() for v in outcome["variants"])
+    return len(variants), len(seeds)
+
+
 def _summary_row(folder: Path) -> str:
-    manifest = json.loads((folder / "study.json").read_text())
-    if (folder / "report.json").is_file() and (folder / "report.md").is_file():
+    if _has_report(folder):
         report = json.loads((folder / "report.json").read_text())
         steps = ", ".join(f"{env} {int(entry['training_steps']):,}" for env, entry in report["envs"].items())
         name, status = f"[{folder.name}]({folder.name}.md)", _status(folder)
-    else:
+        variants, seeds = _report_counts(report)
+    else:  # no report yet: what the study plans (its manifest)
+        manifest = json.loads((folder / "study.json").read_text())
         steps, name, status = ", ".join(manifest["envs"]), folder.name, "in progress: no report yet"
-    return f"| {name} | {steps} | {len(manifest['variants'])} | {len(manifest['seeds'])} | {status} |"
+        variants, seeds = len(manifest["variants"]), len(manifest["seeds"])
+    return f"| {name} | {steps} | {variants} | {seeds} | {status} |"
 
 
 def index_page(folders: list[Path]) -> str:

@@ -70,10 +70,10 @@ def factorial_lines(folder: str, env: str) -> list[str]:
     """A factorial design's effects: the full 2^k, or a regular fraction with its alias structure named."""
     if not (STUDIES / folder / "report.json").exists():
         return []
-    factorial = report(folder)["sections"][f"{env}: factorial analysis"]
+    study = report(folder)
+    factorial = study["sections"][f"{env}: factorial analysis"]
     section = factorial["outcomes"]["final_window"]
-    study = json.loads((STUDIES / folder / "study.json").read_text())
-    steps, reused = study["settings"]["n_timesteps"], (study.get("analysis_declared") or {}).get("finished_runs")
+    steps, reused = study["envs"][env]["training_steps"], (study["plan_declared"] or {}).get("finished_runs")
     if reused is None:
         declared = "plan fixed after the runs"
     elif reused:

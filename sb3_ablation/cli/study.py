@@ -231,8 +231,8 @@ def _run_looks(config: StudyConfig) -> StudyResult:
     A study whose plan declares group-sequential looks: the seeds in blocks up to each look (the study's seeds in
     increasing order), each block only for the baseline and the comparisons the looks so far have left open.
     """
+    from sb3_ablation.study.analyse.report import analyse_study
     from sb3_ablation.study.analyse.sequential import OPEN
-    from sb3_ablation.study.render.report import study_model
     from sb3_ablation.study.run.runner import StudyResult, run_study
 
     plan = _declared_plan(config)
@@ -260,7 +260,7 @@ def _run_looks(config: StudyConfig) -> StudyResult:
         if total.failed:
             print("failed runs: the look cannot be analysed; rerun the same command to retry them", file=sys.stderr)
             return total
-        model, _ = study_model(config.out, reps=100)
+        model = analyse_study(config.out, reps=100)
         for e in model.envs:
             primary = e.outcome(model.plan.primary)
             if e.env in still_open and primary is not None and primary.sequential is not None:
@@ -341,7 +341,9 @@ def report_main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     if args.export:
         try:
-            written = export_zoo(args.out, args.export[1])
+            from sb3_ablation.study.analyse.tidy import zoo_runs
+
+            written = export_zoo(zoo_runs(args.out), args.export[1])
         except OSError as error:  # checked above, yet it could not be written after all
             print(f"sb3-ablation report: --export {kind} {folder}: {error}", file=sys.stderr)
             return EXIT_BAD_INPUT

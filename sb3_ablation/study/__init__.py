@@ -22,15 +22,21 @@
   :mod:`~sb3_ablation.study.analyse.paired_methods`), the verdicts of a family with one error rate
   (:mod:`~sb3_ablation.study.analyse.family_verdicts`), families of comparisons
   (:mod:`~sb3_ablation.study.analyse.inference`) and group-sequential looks
-  (:mod:`~sb3_ablation.study.analyse.sequential`), failures, statistics, the report model
+  (:mod:`~sb3_ablation.study.analyse.sequential`), failures, statistics, the per-env comparisons
   (:mod:`~sb3_ablation.study.analyse.analysis`), across tasks, factorial effects (:mod:`~sb3_ablation.study.analyse.effects`,
   :mod:`~sb3_ablation.study.analyse.factorial`), the engine check, the tuned arm
-  (:mod:`~sb3_ablation.study.analyse.tuning`) and the tidy table (:mod:`~sb3_ablation.study.analyse.tidy`); it returns
-  dataclasses and renders nothing;
-- render: :mod:`~sb3_ablation.study.render` — the report model as markdown, figures, JSON and CSV
-  (:mod:`~sb3_ablation.study.render.report`, :mod:`~sb3_ablation.study.render.status`,
-  :mod:`~sb3_ablation.study.render.figures`, :mod:`~sb3_ablation.study.render.json`,
-  :mod:`~sb3_ablation.study.render.exports`), with one number formatter (:mod:`~sb3_ablation.study.render.format`).
+  (:mod:`~sb3_ablation.study.analyse.tuning`), the figures' data (:mod:`~sb3_ablation.study.analyse.figure_data`) and
+  the tidy table (:mod:`~sb3_ablation.study.analyse.tidy`), all gathered by one call,
+  :func:`~sb3_ablation.study.analyse.report.analyse_study`, into the report model
+  (:mod:`~sb3_ablation.study.analyse.report_model`, dataclasses only); it renders nothing;
+- render: :mod:`~sb3_ablation.study.render` — the report model, read alone, as markdown, figures, JSON and CSV
+  (:mod:`~sb3_ablation.study.render.report`, :mod:`~sb3_ablation.study.render.sections`,
+  :mod:`~sb3_ablation.study.render.status`, :mod:`~sb3_ablation.study.render.figures`,
+  :mod:`~sb3_ablation.study.render.report_json`, :mod:`~sb3_ablation.study.render.exports`), with one number formatter
+  (:mod:`~sb3_ablation.study.render.format`); it imports types and constants from analyse, never a function that
+  computes, except ``write_report``'s call of ``analyse_study``.
 
-The command line (:mod:`sb3_ablation.cli`) sits on top. ``tests/unit/test_layers.py`` checks the order.
+A report flows one way: store -> analyse (``analyse_study``) -> report model -> render (``render_report``).
+The command line (:mod:`sb3_ablation.cli`) sits on top. ``tests/unit/test_layers.py`` checks the order,
+``tests/unit/test_report_flow.py`` that render computes nothing.
 """

@@ -128,11 +128,8 @@ def test_report_statistics_on_synthetic_results():
         assert low <= result[variant].iqm <= high
     worse, td3 = scores["worse"], scores["td3"]
     assert result["worse"].diff == pytest.approx(stats.trim_mean(worse, 0.25) - stats.trim_mean(td3, 0.25))
-    by_hand = np.mean([(w > t) + 0.5 * (w == t) for w in worse for t in td3])
-    assert result["worse"].poi == pytest.approx(by_hand) and by_hand == 0.0
-    assert result["worse"].significant and result["worse"].diff_ci[1] < 0
-    assert not result["same"].significant
-    assert result["td3"].diff is None
+    assert result["td3"].diff is None and result["td3"].baseline_runs == 0
+    assert result["same"].baseline_runs == 12 and result["same"].paired_diffs == ()  # no seeds given: nothing paired
 
 
 def test_bad_study_settings_are_one_line_errors(tmp_path, tiny_study):

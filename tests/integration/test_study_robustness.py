@@ -14,10 +14,11 @@ import pytest
 
 from sb3_ablation.cli.study import study_main
 from sb3_ablation.common.io import write_json_atomic
+from sb3_ablation.study.analyse.results import load_study
 from sb3_ablation.study.plan.analysis_plan import published_reference
 from sb3_ablation.study.plan.config import StudyConfig, load_config_file, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RUN_FILE_FORMAT
-from sb3_ablation.study.render.report import load_study, write_report
+from sb3_ablation.study.render.report import write_report
 from sb3_ablation.study.store.runs import iter_runs, read_run, record_paths, run_path, write_run
 
 ROOT = Path(__file__).resolve().parents[2]

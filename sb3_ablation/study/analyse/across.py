@@ -16,40 +16,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as scipy_stats
 
-from sb3_ablation.study.analyse.inference import Comparison, compare_family, holm
-from sb3_ablation.study.analyse.model import EnvResult
+from sb3_ablation.study.analyse.inference import compare_family, holm
 from sb3_ablation.study.analyse.outcomes import run_outcome
+from sb3_ablation.study.analyse.report_model import AcrossTasks, Aggregate, ComponentAcrossTasks, EnvResult, MetaResult
 from sb3_ablation.study.analyse.results import StudyData
-from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, outcome_statistics
+from sb3_ablation.study.analyse.statistics import MIN_RUNS, outcome_statistics
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, published_reference
-
-
-@dataclass(frozen=True)
-class MetaResult:
-    """
-    :param estimate: the random-effects (DerSimonian-Laird) combined effect
-    :param ci_low: lower end of its Hartung-Knapp (1 - alpha) interval, t on k - 1 degrees of freedom
-    :param ci_high: upper end
-    :param p: two-sided p-value of "combined effect = 0" (Hartung-Knapp t-test)
-    :param tau2: DerSimonian-Laird between-task variance (truncated at 0)
-    :param i2: share of the total variation due to heterogeneity, max(0, (Q - (k - 1)) / Q)
-    :param q: Cochran's Q
-    :param k: number of tasks
-    """
-
-    estimate: float
-    ci_low: float
-    ci_high: float
-    p: float
-    tau2: float
-    i2: float
-    q: float
-    k: int
 
 
 def standardized_effect(d: Sequence[float] | np.ndarray) -> tuple[float, float]:
@@ -104,58 +80,6 @@ def random_effects(
     t = scipy_stats.t.isf(alpha / 2, k - 1)
     p = float(2 * scipy_stats.t.sf(abs(estimate) / se, k - 1)) if se > 0 else (0.0 if estimate else 1.0)
     return MetaResult(estimate, estimate - t * se, estimate + t * se, p, tau2, i2, q, k)
-
-
-@dataclass(frozen=True)
-class ComponentAcrossTasks:
-    """
-    :param variant: the variant compared with the baseline on every env
-    :param effects: env -> (standardized effect, its variance, the env's verdict)
-    :param meta: the random-effects combination (on the standardized scale)
-    :param p_adjusted: Holm-adjusted p of the combined effect over the components
-    :param p_heterogeneity: Cochran's Q test of "the same effect on every task"
-    :param p_heterogeneity_adjusted: Holm-adjusted over the components
-    """
-
-    variant: str
-    effects: dict[str, tuple[float, float, str]]
-    meta: MetaResult
-    p_adjusted: float
-    p_heterogeneity: float
-    p_heterogeneity_adjusted: float
-    alpha: float
-
-    @property
-    def consistent(self) -> bool:
-        """The combined effect differs from 0 (Holm) and the effect is not shown task-dependent."""
-        return self.p_adjusted <= self.alpha and not self.task_dependent
-
-    @property
-    def task_dependent(self) -> bool:
-        return self.p_heterogeneity_adjusted <= self.alpha
-
-    @property
-    def signs(self) -> str:
-        """``same sign`` or ``opposite signs``: the direction of the per-task effects."""
-        signs = {np.sign(d) for d, _, _ in self.effects.values() if d}
-        return "opposite signs" if len(signs) > 1 else "same sign"
-
-
-@dataclass
-class Aggregate:
-    how: str
-    stats: dict[str, VariantStats]
-    comparisons: dict[str, Comparison]
-    margin: float
-    scores: dict[str, np.ndarray]  # variant -> (seeds, envs) normalized primary outcome
-
-
-@dataclass
-class AcrossTasks:
-    envs: list[str]
-    seeds: list[int]
-    components: list[ComponentAcrossTasks]
-    aggregate: Aggregate | None
 
 
 def _component(

@@ -7,21 +7,20 @@ not corrected), the verdicts of the variant-vs-baseline family (:func:`~sb3_abla
 the plan's paired test, one family-wise alpha for ``differs`` and ``equivalent``), the margins in three units, the
 failure outcome (:mod:`~sb3_ablation.study.analyse.failures`), and across envs the task-level meta-analysis
 (:mod:`~sb3_ablation.study.analyse.across`). Where the plan names confirmatory seeds, the other seeds form a
-replication, analysed on their own. :mod:`~sb3_ablation.study.render` renders the model.
+replication, analysed on their own. :func:`~sb3_ablation.study.analyse.report.analyse_study` adds the extra analyses
+(factorial, engines, tuning) and the figures' data; :mod:`~sb3_ablation.study.render` renders the model
+(:mod:`~sb3_ablation.study.analyse.report_model` holds its types).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sb3_ablation.study.analyse.across import AcrossTasks, across_tasks
+from sb3_ablation.study.analyse.across import across_tasks
 from sb3_ablation.study.analyse.failures import env_failures
 from sb3_ablation.study.analyse.family_verdicts import UNRESOLVED
 from sb3_ablation.study.analyse.inference import (
@@ -31,44 +30,19 @@ from sb3_ablation.study.analyse.inference import (
     minimum_detectable_effect,
     seeds_needed,
 )
-from sb3_ablation.study.analyse.model import EnvResult, Looks, Margin, OutcomeResult
 from sb3_ablation.study.analyse.outcomes import OutcomeSpec, outcome_spec, outcome_values, study_references, value_span
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES, paired_p_values, tost_p_value
+from sb3_ablation.study.analyse.report_model import EnvResult, Looks, Margin, OutcomeResult, ReportModel
 from sb3_ablation.study.analyse.results import StudyData
-from sb3_ablation.study.analyse.sequential import OPEN, SEQUENTIAL_GUARANTEE, sequential_family
-from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, outcome_statistics
+from sb3_ablation.study.analyse.sequential import (
+    OPEN,
+    SEQUENTIAL_GUARANTEE,
+    nominal_alpha,
+    sequential_family,
+    spent_alpha,
+)
+from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, min_permutation_p, outcome_statistics
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, env_margin
-
-
-@dataclass
-class Section:
-    """An extra section of the report (e.g. a factorial analysis): its markdown lines and its part of report.json."""
-
-    title: str
-    lines: list[str]
-    json: dict[str, Any] = field(default_factory=dict)
-    # figures the lines refer to: file name under figures/ -> a function drawing it into the given path
-    figures: dict[str, Callable[[Path], None]] = field(default_factory=dict)
-
-
-@dataclass
-class ReportModel:
-    plan: AnalysisPlan
-    declared: AnalysisPlan | None  # the plan stored in study.json before the runs; None: the study declared none
-    plan_changes: list[str]  # how the plan used differs from the declared one
-    baseline: str | None
-    variants: list[str]
-    reps: int
-    seed: int
-    envs: list[EnvResult]
-    across: AcrossTasks | None
-    declared_at: dict[str, Any] | None = None  # when the plan was declared, and how many runs had finished then
-    replication: list[EnvResult] | None = None  # the runs of seeds outside the plan's confirmatory seeds
-    sections: list[Section] = field(default_factory=list)
-
-    @property
-    def guarantee(self) -> str:
-        return SEQUENTIAL_GUARANTEE if self.plan.looks else GUARANTEE
 
 
 def _margin(data: StudyData, env: str, plan: AnalysisPlan, spec: OutcomeSpec, baseline_values: np.ndarray) -> Margin:
@@ -172,7 +146,9 @@ def _sequential(
             reason=reason,
             within=False,
         )
-    return Looks(plan.looks, plan.boundary, order, reached, decisions), comparisons
+    spent = tuple(spent_alpha(plan.boundary, n / plan.looks[-1], plan.alpha) for n in plan.looks)
+    nominal = {variant: nominal_alpha(decision.boundaries) for variant, decision in decisions.items()}
+    return Looks(plan.looks, plan.boundary, order, reached, decisions, spent, nominal), comparisons
 
 
 def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisPlan, reps: int, seed: int) -> EnvResult:
@@ -215,7 +191,11 @@ def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisP
         looks = None
         if plan.looks and key == plan.primary and baseline in stats:
             looks, comparisons = _sequential(stats, baseline, plan, margin.value, seed)
-        outcomes.append(OutcomeResult(spec, key == plan.primary, stats, comparisons, margin, looks))
+        n = min(s.n_runs for s in stats.values())
+        base_n = stats[baseline].n_runs if baseline in stats else n
+        outcomes.append(
+            OutcomeResult(spec, key == plan.primary, stats, comparisons, margin, looks, min_permutation_p(base_n, n))
+        )
     seeds = sorted({run.seed for runs in by_variant.values() for run in runs})
     failures = env_failures(data, env, baseline, plan)
     return EnvResult(env, steps, window, untrained, outcomes, failures, study_references(data, env), seeds)
@@ -262,6 +242,7 @@ def build_model(
         seed,
         envs,
         across_tasks(data, covered, baseline, plan, reps, seed),
+        SEQUENTIAL_GUARANTEE if plan.looks else GUARANTEE,
         declared_at,
         replication=replication,
     )

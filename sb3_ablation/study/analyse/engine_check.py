@@ -10,74 +10,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
 from sb3_ablation.study.analyse.inference import holm
-from sb3_ablation.study.analyse.model import EnvResult
 from sb3_ablation.study.analyse.outcomes import outcome_values
+from sb3_ablation.study.analyse.report_model import EngineCheck, EngineComparison, EnvEngineCheck, EnvResult
 from sb3_ablation.study.analyse.results import StudyData
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 
 # fewer seeds of an engine than this: no test (a t interval from 1 seed has no width)
 MIN_SEEDS_PER_ENGINE = 2
-
-
-@dataclass
-class EngineComparison:
-    """
-    One variant's effect on the seeds of another engine against those of the reference engine.
-
-    :param variant: the variant (its paired differences with the baseline are compared)
-    :param engine: the other engine
-    :param reference_n: seeds of the reference engine with a paired difference
-    :param n: seeds of the other engine with a paired difference
-    :param reference_effect: mean paired difference over the reference engine's seeds (NaN: none)
-    :param effect: mean paired difference over the other engine's seeds (NaN: none)
-    :param difference: ``effect - reference_effect`` (NaN: not tested)
-    :param ci: Welch's 95% interval of the difference (``None``: not tested)
-    :param p: Welch's two-sided p-value (NaN: not tested)
-    :param p_holm: Holm-adjusted over the task's tested variants (NaN: not tested)
-    """
-
-    variant: str
-    engine: str
-    reference_n: int
-    n: int
-    reference_effect: float
-    effect: float
-    difference: float = math.nan
-    ci: tuple[float, float] | None = None
-    p: float = math.nan
-    p_holm: float = math.nan
-
-
-@dataclass
-class EnvEngineCheck:
-    """
-    :param env: the task
-    :param outcome_key: the primary outcome's key (e.g. ``final_window``)
-    :param outcome_name: its name as the report writes it
-    :param comparisons: one per variant and other engine
-    """
-
-    env: str
-    outcome_key: str
-    outcome_name: str
-    comparisons: list[EngineComparison]
-
-
-@dataclass
-class EngineCheck:
-    """
-    :param reference_engine: the engine of the study's smallest seed; the others are compared with it
-    :param envs: one check per task, in the report's order
-    """
-
-    reference_engine: str
-    envs: list[EnvEngineCheck]
 
 
 def engine_check(data: StudyData, envs: Sequence[EnvResult], baseline: str | None, plan: AnalysisPlan) -> EngineCheck | None:

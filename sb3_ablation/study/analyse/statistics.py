@@ -1,15 +1,15 @@
-"""The statistics of a study: point estimates, confidence intervals, comparisons with the baseline, normalization.
+"""The effect sizes of a study: point estimates and confidence intervals, not significance.
 
 Following Agarwal et al. (2021), "Deep RL at the edge of the statistical precipice", with their library rliable:
 
 - per variant, the interquartile mean (IQM) and the mean of an outcome over runs (the final return, or the value
   overestimation at the end of training) with 95% stratified-bootstrap CIs (``rliable.library.get_interval_estimates``);
-- against the baseline, the difference of IQMs with a 95% CI from an independent bootstrap of both variants' runs, the
-  probability of improvement P(variant > baseline), and the **paired** difference: variant and baseline share seeds
-  (hence initial weights and evaluation episodes), so the mean of the per-seed differences with a 95% Student-t
-  interval uses what the seeds have in common;
-- no interval and no significance with fewer than :data:`MIN_RUNS` runs of a variant: a bootstrap of two values is no
-  interval, and an exact permutation test on 2 against 2 runs cannot go below p = 1/3 (:func:`min_permutation_p`).
+- against the baseline, the IQM difference (a point estimate) and the per-seed **paired** differences: variant and
+  baseline share seeds (hence initial weights and evaluation episodes), and these differences are what the report's
+  verdicts test (:func:`~sb3_ablation.study.analyse.inference.compare_family`, the one way a verdict is decided);
+- no interval with fewer than :data:`MIN_RUNS` runs of a variant: a bootstrap of two values is no interval, and an
+  exact permutation test on 2 against 2 runs cannot go below p = 1/3 (:func:`min_permutation_p`);
+- curves over training and performance profiles with their bands, for the figures.
 
 Bootstraps draw from a fixed seed, so a report is reproducible.
 """
@@ -20,22 +20,17 @@ import contextlib
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from rliable import library as rly
-from scipy import stats
-
-if TYPE_CHECKING:
-    pass
 
 CONFIDENCE = 0.95
 DEFAULT_REPS = 10_000
 DEFAULT_SEED = 0
-# curves have one bootstrap per evaluation point and the probability of improvement a rank test per resample:
-# fewer replications keep the report fast, and their CIs are for reading, not for the significance decision
+# curves have one bootstrap per evaluation point: fewer replications keep the report fast, and their CIs are for
+# reading, not for a verdict
 CURVE_REPS = 2_000
-POI_REPS = 2_000
 # fewer runs per variant than this: per-seed values, no confidence interval, no significance
 MIN_RUNS = 5
 
@@ -71,19 +66,6 @@ def mean(scores: np.ndarray) -> float:
     return float(np.mean(scores))
 
 
-def probability_of_improvement(scores_x: np.ndarray, scores_y: np.ndarray) -> float:
-    """
-    P(X > Y): for each task the fraction of pairs of runs where X wins, ties counting half (the Mann-Whitney U
-    statistic over ``num_runs_x * num_runs_y``), averaged over tasks. The same as rliable's
-    ``probability_of_improvement``, vectorised.
-
-    :param scores_x: (runs_x, tasks)
-    :param scores_y: (runs_y, tasks)
-    """
-    x, y = scores_x[:, None, :], scores_y[None, :, :]
-    return float(np.mean((x > y).mean(axis=(0, 1)) + 0.5 * (x == y).mean(axis=(0, 1))))
-
-
 def min_permutation_p(n_x: int, n_y: int) -> float:
     """The smallest two-sided p-value an exact permutation test on ``n_x`` against ``n_y`` runs can give."""
     return min(1.0, 2.0 / math.comb(n_x + n_y, n_x))
@@ -111,31 +93,6 @@ def interval(
     return estimates
 
 
-def paired_difference(differences: np.ndarray, min_runs: int = MIN_RUNS) -> tuple[float, tuple[float, float] | None]:
-    """
-    Mean of per-seed differences with its 95% Student-t interval, ``mean ± t(0.975, n-1) · sd / sqrt(n)``.
-
-    A t-interval rather than a bootstrap: with 5 to 10 pairs a percentile bootstrap is too narrow (it cannot reach
-    beyond the observed differences), while the t-interval widens for small n as it should.
-
-    :param differences: one difference per seed
-    :param min_runs: fewer pairs than this get no interval
-    :return: ``(mean, (low, high))``, the interval ``None`` with fewer than ``min_runs`` pairs
-    """
-    n = len(differences)
-    if n == 0:
-        return math.nan, None
-    center = float(np.mean(differences))
-    if n < max(min_runs, 2):
-        return center, None
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * np.std(differences, ddof=1) / math.sqrt(n))
-    return center, (center - half, center + half)
-
-
-def _excludes_zero(ci: tuple[float, float] | None) -> bool:
-    return ci is not None and (ci[0] > 0 or ci[1] < 0)
-
-
 @dataclass
 class VariantStats:
     """
@@ -152,30 +109,11 @@ class VariantStats:
     seeds: tuple[int, ...] = ()  # the seed of each run, when known
     per_seed: tuple[float, ...] = ()  # the outcome of each run (averaged over envs for a (runs, envs) matrix)
     min_runs: int = MIN_RUNS
-    diff: float | None = None  # IQM(variant) - IQM(baseline)
-    diff_ci: tuple[float, float] | None = None
-    poi: float | None = None  # P(variant > baseline)
-    poi_ci: tuple[float, float] | None = None
+    diff: float | None = None  # IQM(variant) - IQM(baseline); None for the baseline and without one
     paired_seeds: tuple[int, ...] = ()  # seeds both variant and baseline have
     paired_diffs: tuple[float, ...] = ()  # variant - baseline, per seed of paired_seeds
-    paired_diff: float | None = None  # mean of paired_diffs
-    paired_ci: tuple[float, float] | None = None  # 95% Student-t interval of paired_diff
+    paired_diff: float | None = None  # mean of paired_diffs (NaN: no common seed)
     baseline_runs: int = 0
-
-    @property
-    def supports_claims(self) -> bool:
-        """Enough runs of the variant and of the baseline for intervals and a significance decision."""
-        return self.diff is not None and min(self.n_runs, self.baseline_runs) >= self.min_runs
-
-    @property
-    def significant(self) -> bool | None:
-        """The 95% CI of the IQM difference excludes 0; ``None`` (undecided) with too few runs or no baseline."""
-        return _excludes_zero(self.diff_ci) if self.supports_claims else None
-
-    @property
-    def paired_significant(self) -> bool | None:
-        """The 95% t-interval of the mean per-seed difference excludes 0; ``None`` with too few pairs."""
-        return _excludes_zero(self.paired_ci) if self.paired_ci is not None else None
 
 
 def outcome_statistics(
@@ -234,17 +172,7 @@ def outcome_statistics(
             rows_y = [run_seeds[baseline].index(k) for k in common]
             differences = (matrix[rows_x] - reference[rows_y]).mean(axis=1)
             s.paired_seeds, s.paired_diffs = tuple(common), tuple(float(d) for d in differences)
-            s.paired_diff, s.paired_ci = paired_difference(differences, min_runs)
-    compared = {v: [matrices[v], reference] for v in stats if stats[v].supports_claims}
-    if compared:
-        diff_cis = interval(compared, lambda x, y: np.array([iqm(x) - iqm(y)]), reps, seed + 1)[1]
-        poi_points, poi_cis = interval(
-            compared, lambda x, y: np.array([probability_of_improvement(x, y)]), min(reps, POI_REPS), seed + 2
-        )
-        for variant in compared:
-            stats[variant].diff_ci = (float(diff_cis[variant][0, 0]), float(diff_cis[variant][1, 0]))
-            stats[variant].poi = float(poi_points[variant][0])
-            stats[variant].poi_ci = (float(poi_cis[variant][0, 0]), float(poi_cis[variant][1, 0]))
+            s.paired_diff = float(np.mean(differences)) if len(common) else math.nan
     return stats
 
 

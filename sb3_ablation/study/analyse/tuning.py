@@ -19,69 +19,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sb3_ablation.study.analyse.analysis import build_model
 from sb3_ablation.study.analyse.family_verdicts import DIFFERS
 from sb3_ablation.study.analyse.inference import Comparison
-from sb3_ablation.study.analyse.model import EnvResult
 from sb3_ablation.study.analyse.outcomes import outcome_spec
+from sb3_ablation.study.analyse.report_model import EnvResult, EnvTuning, TunedComparison, TuningComparison
 from sb3_ablation.study.analyse.results import StudyData, load_study
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.tuning import TUNED_FOLDER
 from sb3_ablation.study.store.manifest import MANIFEST_NAME
-
-
-@dataclass(frozen=True)
-class TunedComparison:
-    """
-    One variant's two answers on one env.
-
-    :param variant: the variant
-    :param default: against td3, both with the study's hyperparameters (``None``: no comparison)
-    :param own: against td3, each with its own tuned hyperparameters (``None``: not run yet)
-    :param recovered: ``1 - own.effect / default.effect`` (NaN: undefined, see ``recovered_note``)
-    :param recovered_note: why it is undefined, or ""
-    """
-
-    variant: str
-    default: Comparison | None
-    own: Comparison | None
-    recovered: float
-    recovered_note: str = ""
-
-
-@dataclass(frozen=True)
-class EnvTuning:
-    """
-    :param env: the task
-    :param outcome_key: the primary outcome's key
-    :param outcome_name: its name as the report writes it
-    :param comparisons: one per variant other than td3, in the study's order
-    :param chosen: variant -> its tuning result as ``study.json`` records it (``hyperparams``, ``value``, ``trial``,
-        ``trials``, ...)
-    """
-
-    env: str
-    outcome_key: str
-    outcome_name: str
-    comparisons: list[TunedComparison]
-    chosen: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TuningComparison:
-    """
-    :param tuning: the study's ``tuning:`` section (search space, budget, tuning seeds)
-    :param tuned_out: the nested study of the runs with each variant's own hyperparameters
-    :param envs: one per env of the study's report
-    """
-
-    tuning: dict[str, Any]
-    tuned_out: Path
-    envs: list[EnvTuning]
 
 
 def recovered_share(default: Comparison | None, own: Comparison | None) -> tuple[float, str]:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sb3_ablation.study.analyse.across import AcrossTasks
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
-from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.render.figures import plot_intervals
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.tables import verdict_cell
+
+if TYPE_CHECKING:
+    from sb3_ablation.study.analyse.report_model import AcrossTasks
+    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 
 
 def across_section(

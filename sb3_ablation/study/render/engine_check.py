@@ -7,30 +7,24 @@ report.json.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from sb3_ablation.study.analyse.analysis import Section
-from sb3_ablation.study.analyse.engine_check import MIN_SEEDS_PER_ENGINE, EngineComparison, engine_check
-from sb3_ablation.study.analyse.model import EnvResult
+from sb3_ablation.study.analyse.engine_check import MIN_SEEDS_PER_ENGINE
+from sb3_ablation.study.render.section import Section
 
 if TYPE_CHECKING:
-    from sb3_ablation.study.analyse.results import StudyData
-    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+    from sb3_ablation.study.analyse.report_model import EngineComparison, ReportModel
 
 
-def engine_sections(data: StudyData, envs: Sequence[EnvResult], baseline: str | None, plan: AnalysisPlan) -> list[Section]:
+def engine_sections(model: ReportModel) -> list[Section]:
     """
     The section "Engines" of a study with runs of more than one engine (none otherwise).
 
-    :param data: the loaded study
-    :param envs: the report model's per-env results (the primary outcome is the first)
-    :param baseline: the variant every other is compared with
-    :param plan: the analysis plan (alpha)
+    :param model: the report model (its engine check and the plan's alpha)
     :return: one section, or none
     """
-    check = engine_check(data, envs, baseline, plan)
+    check, plan = model.engines, model.plan
     if check is None:
         return []
     first = check.reference_engine

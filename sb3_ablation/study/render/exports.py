@@ -20,13 +20,18 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sb3_ablation.common.io import atomic_path, write_text_atomic
-from sb3_ablation.study.analyse.tidy import COLUMNS, evaluation_rows, zoo_runs
+from sb3_ablation.study.analyse.tidy import COLUMNS
 from sb3_ablation.study.store.runs import safe_name
+
+if TYPE_CHECKING:
+    from sb3_ablation.study.analyse.tidy import ZooRun
 
 #: the tidy table's file name, next to ``report.md``
 EVALUATIONS_CSV = "evaluations.csv"
@@ -36,22 +41,22 @@ EXPORT_FORMATS = ("zoo",)
 ZOO_FILE = "evaluations.npz"
 
 
-def write_evaluations_csv(out: str | os.PathLike, path: str | os.PathLike | None = None) -> Path:
+def write_evaluations_csv(rows: Iterable[dict[str, Any]], path: str | os.PathLike) -> Path:
     """
-    Write the tidy table of a study's evaluations
-    (:func:`~sb3_ablation.study.analyse.tidy.evaluation_rows`) as CSV: a header, then one line per env, variant,
-    seed and evaluation; an empty field where the record holds no value; numbers as Python writes them (they read
-    back exactly).
+    Write the tidy table of a study's evaluations (the report model's ``evaluations``, from
+    :func:`~sb3_ablation.study.analyse.tidy.evaluation_rows`) as CSV: a header, then one line per env, variant, seed
+    and evaluation; an empty field where the record holds no value; numbers as Python writes them (they read back
+    exactly).
 
-    :param out: the study folder
-    :param path: where to write it (default: ``<out>/evaluations.csv``)
+    :param rows: the tidy table's rows
+    :param path: where to write it (``<out>/evaluations.csv``, :data:`EVALUATIONS_CSV`)
     :return: the CSV's path
     """
-    path = Path(out) / EVALUATIONS_CSV if path is None else Path(path)
+    path = Path(path)
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
-    writer.writerows({key: "" if value is None else value for key, value in row.items()} for row in evaluation_rows(out))
+    writer.writerows({key: "" if value is None else value for key, value in row.items()} for row in rows)
     write_text_atomic(path, text.getvalue())
     return path
 
@@ -76,17 +81,18 @@ def unwritable(folder: str | os.PathLike) -> str | None:
     return None
 
 
-def export_zoo(out: str | os.PathLike, folder: str | os.PathLike) -> list[Path]:
+def export_zoo(runs: Sequence[ZooRun], folder: str | os.PathLike) -> list[Path]:
     """
     Write every finished run's evaluations in rl-zoo's layout (see the module docstring), replacing the files of the
     same runs; other files under ``folder`` are left as they are.
 
-    :param out: the study folder
+    :param runs: the study's finished runs in ``EvalCallback``'s format
+        (:func:`~sb3_ablation.study.analyse.tidy.zoo_runs`)
     :param folder: the export's root, what rl_zoo3's ``all_plots`` takes with ``--exp-folders``
     :return: the files written
     """
     written = []
-    for run in zoo_runs(out):
+    for run in runs:
         path = zoo_run_folder(folder, run.env, run.variant, run.seed) / ZOO_FILE
         with atomic_path(path) as tmp, open(tmp, "wb") as file:
             np.savez(file, timesteps=run.timesteps, results=run.results, ep_lengths=run.ep_lengths)

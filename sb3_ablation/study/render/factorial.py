@@ -5,27 +5,26 @@ strongest pairs, which components need each other in plain words, and the smalle
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sb3_ablation.study.analyse.analysis import Section
-from sb3_ablation.study.analyse.effects import half_normal_points
-from sb3_ablation.study.analyse.factorial import FactorialResult, analyse_outcome, study_design
-from sb3_ablation.study.analyse.inference import Comparison
-from sb3_ablation.study.analyse.model import EnvResult
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
-from sb3_ablation.study.analyse.results import StudyData
-from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.variants import canonical_name
 from sb3_ablation.study.render.figures import OKABE_ITO, save_figure
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.json import comparison_json
+from sb3_ablation.study.render.section import Section
 from sb3_ablation.study.render.tables import verdict_cell
 from sb3_ablation.study.store.runs import safe_name
+
+if TYPE_CHECKING:
+    from sb3_ablation.study.analyse.factorial import FactorialResult
+    from sb3_ablation.study.analyse.inference import Comparison
+    from sb3_ablation.study.analyse.report_model import HalfNormalPoints, ReportModel
 
 EXPLANATION = (
     "Effects on the standard (Yates) scale: a **main effect** is the mean outcome with the component on minus the mean "
@@ -103,11 +102,12 @@ def _sufficient_line(result: FactorialResult) -> list[str]:
     return [*lines, ""]
 
 
-def plot_half_normal(result: FactorialResult, title: str, path: Path) -> None:
+def plot_half_normal(result: FactorialResult, points: HalfNormalPoints | None, title: str, path: Path) -> None:
     """Daniel's half-normal plot of the main effects and two-factor interactions (|effect| against its quantile)."""
     import matplotlib.pyplot as plt
 
-    quantiles, effects, words = half_normal_points({w: c.effect for w, c in {**result.main, **result.two}.items()})
+    assert points is not None, "the report model computes the half-normal points of the primary outcome"
+    quantiles, effects, words = points.quantiles, points.effects, points.words
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     ax.scatter(quantiles, effects, s=18)
     for rank, (q, e, w) in enumerate(list(zip(quantiles, effects, words, strict=True))[-5:]):
@@ -180,14 +180,13 @@ def _result_json(result: FactorialResult) -> dict[str, Any]:
     }
 
 
-def factorial_sections(data: StudyData, envs: Sequence[EnvResult], plan: AnalysisPlan) -> list[Section]:
+def factorial_sections(model: ReportModel) -> list[Section]:
     """One section per env whose variants form a 2^k design or a regular fraction (none for leave-one-out)."""
     sections = []
-    for env_result in envs:
-        found = study_design(data, env_result.env)
-        if found is None:
-            continue
-        design, variant_of = found
+    plan = model.plan
+    by_env = {e.env: e for e in model.envs}
+    for analysis in model.factorial:
+        design, env_result = analysis.design, by_env[analysis.env]
         env, name = env_result.env, safe_name(env_result.env)
         figures: dict[str, Callable[[Path], None]] = {}
         json: dict[str, Any] = {"design": design.to_dict(), "resolution": design.resolution, "outcomes": {}}
@@ -199,8 +198,8 @@ def factorial_sections(data: StudyData, envs: Sequence[EnvResult], plan: Analysi
                 "negligible (here four- and five-factor interactions for resolution VI).",
                 "",
             ]
-        for outcome in env_result.outcomes:
-            result = analyse_outcome(data, env, design, variant_of, outcome.outcome.key, plan, outcome.margin.value)
+        for outcome, factorial in zip(env_result.outcomes, analysis.outcomes, strict=True):
+            result = factorial.result
             if result is None:
                 lines += [f"**{outcome.outcome.name}**: fewer than 2 seeds with a run in every cell; no estimate.", ""]
                 continue
@@ -226,7 +225,8 @@ def factorial_sections(data: StudyData, envs: Sequence[EnvResult], plan: Analysi
             if outcome.primary:
                 lines += _sufficient_line(result)
                 half_normal = f"{name}_half_normal_{outcome.outcome.key}.png"
-                figures[half_normal] = partial(plot_half_normal, result, f"{env}: {outcome.outcome.short}, half-normal plot")
+                title = f"{env}: {outcome.outcome.short}, half-normal plot"
+                figures[half_normal] = partial(plot_half_normal, result, factorial.half_normal, title)
                 lines += [f"![half-normal plot](figures/{half_normal})", ""]
             figure = f"{name}_factorial_{outcome.outcome.key}.png"
             figures[figure] = partial(plot_interactions, result, outcome.outcome.short, f"{env}: {outcome.outcome.short}")

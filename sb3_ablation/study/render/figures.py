@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from sb3_ablation.common.io import atomic_path
+from sb3_ablation.study.analyse.report_model import CurveEstimate
 from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats
 from sb3_ablation.study.render.tables import bootstrap_method
 
@@ -178,20 +179,6 @@ def save_figure(fig, path: Path) -> None:
 def wrapped_title(title: str, width_inches: float) -> str:
     """A figure title broken into lines that fit ``width_inches`` (at the default title size, ~11 characters an inch)."""
     return textwrap.fill(title, width=max(40, int(11 * width_inches)))
-
-
-@dataclass
-class CurveEstimate:
-    """A metric over training for one variant: the IQM over runs with its CI (``None`` with too few runs)."""
-
-    timesteps: np.ndarray
-    iqm: np.ndarray
-    ci: np.ndarray | None  # (2, timesteps)
-    per_run: np.ndarray  # (runs, timesteps)
-
-    @property
-    def n_runs(self) -> int:
-        return self.per_run.shape[0]
 
 
 @dataclass

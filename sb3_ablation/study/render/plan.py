@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.analyse.analysis import ReportModel
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
-from sb3_ablation.study.analyse.results import StudyData
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.render.tables import margin_text
+
+if TYPE_CHECKING:
+    from sb3_ablation.study.analyse.report_model import ReportModel
+    from sb3_ablation.study.analyse.results import StudyData
 
 
 def plan_banner(model: ReportModel) -> list[str]:

@@ -4,18 +4,19 @@ alpha spent by each look, where the design stopped and what is still open."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.study.analyse.family_verdicts import DIFFERS
-from sb3_ablation.study.analyse.model import Looks
-from sb3_ablation.study.analyse.sequential import BIAS_NOTE, OPEN, nominal_alpha, spent_alpha
+from sb3_ablation.study.analyse.sequential import BIAS_NOTE, OPEN
 from sb3_ablation.study.render.format import fmt_p
 
+if TYPE_CHECKING:
+    from sb3_ablation.study.analyse.report_model import Looks
 
-def _look_cell(p: float, boundary: float, crossed: bool) -> str:
+
+def _look_cell(p: float, level: float, crossed: bool) -> str:
     if math.isnan(p):
         return "not reached"
-    level = nominal_alpha([boundary])[0]
     return f"{'**' if crossed else ''}p {fmt_p(p)}{'**' if crossed else ''} vs {fmt_p(level)}"
 
 
@@ -27,8 +28,7 @@ def looks_lines(looks: Looks, alpha: float) -> list[str]:
     :param looks: the env's sequential analysis
     :param alpha: the family-wise level
     """
-    n_last = looks.looks[-1]
-    spent = [spent_alpha(looks.boundary, n / n_last, alpha) for n in looks.looks]
+    spent = looks.spent
     header = "| variant | " + " | ".join(f"look {k + 1}: {n} seeds" for k, n in enumerate(looks.looks)) + " | decision |"
     lines = [
         f"**Group-sequential looks** ({looks.boundary} alpha spending; {looks.reached} of {len(looks.looks)} looks "
@@ -44,7 +44,7 @@ def looks_lines(looks: Looks, alpha: float) -> list[str]:
     for variant, decision in looks.decisions.items():
         cells = [
             _look_cell(p, c, decision.verdict == DIFFERS and decision.look == k)
-            for k, (p, c) in enumerate(zip(decision.p_values, decision.boundaries, strict=True))
+            for k, (p, c) in enumerate(zip(decision.p_values, looks.nominal[variant], strict=True))
         ]
         stop = (
             f"{decision.verdict} at look {decision.look + 1}"

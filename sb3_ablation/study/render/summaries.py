@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.analyse.analysis import ReportModel
-from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED, Comparison
-from sb3_ablation.study.analyse.model import EnvResult
+from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.tables import margin_text
+
+if TYPE_CHECKING:
+    from sb3_ablation.study.analyse.inference import Comparison
+    from sb3_ablation.study.analyse.report_model import EnvResult, ReportModel
 
 
 def describe_comparison(c: Comparison, digits: int = 1) -> str:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.analyse.failures import EnvFailures, FailureCount
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT
-from sb3_ablation.study.analyse.model import Margin, OutcomeResult
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
-from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, min_permutation_p
-from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.plan.variants import parse_variant
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
+
+if TYPE_CHECKING:
+    from sb3_ablation.study.analyse.failures import EnvFailures, FailureCount
+    from sb3_ablation.study.analyse.report_model import Margin, OutcomeResult
+    from sb3_ablation.study.analyse.statistics import VariantStats
+    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 
 
 def verdict_cell(verdict: str, within_margin: bool = False) -> str:
@@ -51,8 +56,9 @@ def describe(variant: str) -> str:
         return ""
 
 
-def too_few_runs_note(stats: dict[str, VariantStats], baseline: str | None) -> str:
+def too_few_runs_note(result: OutcomeResult, baseline: str | None) -> str:
     """Why a section has no intervals and no verdict other than 'unresolved'."""
+    stats = result.stats
     n = min(s.n_runs for s in stats.values())
     base_n = stats[baseline].n_runs if baseline in stats else n
     counts = seed_counts(stats)
@@ -60,7 +66,7 @@ def too_few_runs_note(stats: dict[str, VariantStats], baseline: str | None) -> s
         f"**No claim where a variant has fewer than {MIN_RUNS} runs** "
         f"(here {counts} run{'' if counts == '1' else 's'} per variant): every comparison is `unresolved`, untested. "
         f"A bootstrap of {plural(n, 'value')} is no confidence interval, and an exact permutation test on {base_n} "
-        f"against {plural(n, 'run')} cannot go below p = {min_permutation_p(base_n, n):.2g}, before any correction. "
+        f"against {plural(n, 'run')} cannot go below p = {result.min_permutation_p:.2g}, before any correction. "
         "The tables show each seed's value and each seed's difference to the baseline; read them as a description of "
         f"these runs, not as evidence. Run at least {MIN_RUNS} seeds for intervals and tests."
     )

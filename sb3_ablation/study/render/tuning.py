@@ -7,38 +7,27 @@ hyperparameters and with the variant's own, each with its verdict, and how much 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sb3_ablation.study.analyse.analysis import Section
-from sb3_ablation.study.analyse.inference import Comparison
-from sb3_ablation.study.analyse.model import EnvResult
-from sb3_ablation.study.analyse.tuning import EnvTuning, TunedComparison, tuning_comparison
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
+from sb3_ablation.study.render.section import Section
 from sb3_ablation.study.render.tables import verdict_cell
 
 if TYPE_CHECKING:
-    from sb3_ablation.study.analyse.results import StudyData
-    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+    from sb3_ablation.study.analyse.inference import Comparison
+    from sb3_ablation.study.analyse.report_model import EnvTuning, ReportModel, TunedComparison
 
 TITLE = "Removed with TD3's hyperparameters, and with its own"
 
 
-def tuning_sections(
-    data: StudyData, envs: Sequence[EnvResult], baseline: str | None, plan: AnalysisPlan, reps: int, seed: int
-) -> list[Section]:
+def tuning_sections(model: ReportModel) -> list[Section]:
     """
     The section of a study with a ``tuning:`` section (none otherwise).
 
-    :param data: the loaded study
-    :param envs: the report model's per-env results
-    :param baseline: the variant every other is compared with
-    :param plan: the analysis plan the report follows
-    :param reps: bootstrap resamples
-    :param seed: bootstrap and test seed
+    :param model: the report model (its tuning comparison and baseline)
     :return: one section, or none
     """
-    comparison = tuning_comparison(data, envs, baseline, plan, reps, seed)
+    comparison, baseline = model.tuning, model.baseline
     if comparison is None:
         return []
     tuning = comparison.tuning

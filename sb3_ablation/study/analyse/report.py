@@ -1,0 +1,103 @@
+"""The analysis of a study's report, in one call: :func:`analyse_study` loads the study (``store``), computes every
+number, verdict and figure's data of its report under its analysis plan, and returns the
+:class:`~sb3_ablation.study.analyse.report_model.ReportModel` that :mod:`~sb3_ablation.study.render` renders.
+
+The model's parts: the comparisons with the baseline per env and outcome, failures, margins, sequential looks and the
+meta-analysis across envs (:func:`~sb3_ablation.study.analyse.analysis.build_model`); the factorial analysis of an env
+whose variants form a 2^k design or a regular fraction (:mod:`~sb3_ablation.study.analyse.factorial`); the engines'
+agreement where the seeds come from more than one engine (:mod:`~sb3_ablation.study.analyse.engine_check`); both
+answers of a study that tuned every variant for itself (:mod:`~sb3_ablation.study.analyse.tuning`); the figures' data
+(:mod:`~sb3_ablation.study.analyse.figure_data`); the tidy table of every evaluation
+(:mod:`~sb3_ablation.study.analyse.tidy`). A new analysis is a new field of the model, computed here (see
+:mod:`~sb3_ablation.study.analyse.report_model`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+from sb3_ablation.study.analyse.analysis import build_model
+from sb3_ablation.study.analyse.effects import half_normal_points
+from sb3_ablation.study.analyse.engine_check import engine_check
+from sb3_ablation.study.analyse.factorial import analyse_outcome, study_design
+from sb3_ablation.study.analyse.figure_data import env_figures
+from sb3_ablation.study.analyse.report_model import (
+    EnvFactorial,
+    EnvResult,
+    FactorialOutcome,
+    HalfNormalPoints,
+    ReportModel,
+)
+from sb3_ablation.study.analyse.results import StudyData, load_study
+from sb3_ablation.study.analyse.statistics import DEFAULT_REPS, DEFAULT_SEED
+from sb3_ablation.study.analyse.tidy import evaluation_rows
+from sb3_ablation.study.analyse.tuning import tuning_comparison
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.plan.variants import baseline_name
+
+
+def factorial_analyses(data: StudyData, envs: list[EnvResult], plan: AnalysisPlan) -> list[EnvFactorial]:
+    """
+    The factorial analysis of every env whose variants form a 2^k design or a regular fraction (none for
+    leave-one-out): per outcome its effects with verdicts, and for the primary outcome the half-normal plot's points.
+    """
+    analyses = []
+    for e in envs:
+        found = study_design(data, e.env)
+        if found is None:
+            continue
+        design, variant_of = found
+        outcomes = []
+        for outcome in e.outcomes:
+            result = analyse_outcome(data, e.env, design, variant_of, outcome.outcome.key, plan, outcome.margin.value)
+            half_normal = None
+            if result is not None and outcome.primary:
+                effects = {w: c.effect for w, c in {**result.main, **result.two}.items()}
+                half_normal = HalfNormalPoints(*half_normal_points(effects))
+            outcomes.append(FactorialOutcome(outcome.outcome.key, result, half_normal))
+        analyses.append(EnvFactorial(e.env, design, outcomes))
+    return analyses
+
+
+def analyse_study(
+    out: str | os.PathLike[str],
+    reps: int = DEFAULT_REPS,
+    seed: int = DEFAULT_SEED,
+    baseline: str | None = None,
+    **plan_changes: Any,
+) -> ReportModel:
+    """
+    Load a study and compute its whole report model under its declared plan (the defaults where it declared none),
+    changed by ``plan_changes``.
+
+    :param out: the study folder
+    :param reps: bootstrap resamples of the IQM intervals (curves and profiles use at most 2,000)
+    :param seed: bootstrap and test seed
+    :param baseline: the variant every other is compared with (default ``td3``, or the study's first variant with runs)
+    :param plan_changes: fields of :class:`~sb3_ablation.study.plan.analysis_plan.AnalysisPlan` to change (``None``:
+        unchanged), e.g. ``alpha``, ``primary``, ``margins``
+    :return: the report model
+    """
+    data = load_study(out)
+    declared_dict = data.manifest.get("analysis")
+    declared = AnalysisPlan.from_dict(declared_dict) if declared_dict is not None else None
+    plan = (declared or AnalysisPlan()).with_overrides(**plan_changes)
+    variants = [v for v in data.variants if any(v in data.runs.get(env, {}) for env in data.envs)]
+    baseline = baseline or baseline_name(data.variants) or (variants[0] if variants else None)
+    model = build_model(data, plan, declared, baseline, reps, seed, data.manifest.get("analysis_declared"))
+    # the figures show every seed's runs, the verdicts only the confirmatory seeds' (build_model restricts them)
+    envs = [dataclasses.replace(e, figures=env_figures(data, e, baseline, plan, reps, seed)) for e in model.envs]
+    return dataclasses.replace(
+        model,
+        envs=envs,
+        factorial=factorial_analyses(data, model.envs, plan),
+        engines=engine_check(data, model.envs, baseline, plan),
+        tuning=tuning_comparison(data, model.envs, baseline, plan, reps, seed),
+        data=data,
+        evaluations=evaluation_rows(out),
+    )
+
+
+__all__ = ["analyse_study", "factorial_analyses"]

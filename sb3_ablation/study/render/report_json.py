@@ -1,0 +1,82 @@
+"""``report.json``: the report model as plain JSON, every number the markdown shows and more, written by one function,
+:func:`write_report_json`, from the model alone. The README's answer and the docs' results pages (``tools/``) read
+this file, never the study's records. A new field of the report model gets its key here (or in its section's
+renderer, :mod:`~sb3_ablation.study.render.sections`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sb3_ablation.common.io import write_json_atomic
+from sb3_ablation.study.render.json import comparison_json, env_json, number
+from sb3_ablation.study.render.sections import extra_sections
+from sb3_ablation.study.render.summaries import summary_across_tasks, summary_per_task
+
+if TYPE_CHECKING:
+    from sb3_ablation.study.analyse.report_model import ReportModel
+
+
+def model_json(model: ReportModel) -> dict:
+    """The report model as plain JSON (``report.json``)."""
+    across = None
+    if model.across:
+        aggregate = model.across.aggregate
+        across = {
+            "envs": model.across.envs,
+            "seeds": model.across.seeds,
+            "components": {
+                c.variant: {
+                    "per_env": {
+                        env: {"d_z": d, "variance": var, "verdict": verdict} for env, (d, var, verdict) in c.effects.items()
+                    },
+                    "combined": number(c.meta.estimate),
+                    "ci": [number(c.meta.ci_low), number(c.meta.ci_high)],
+                    "p": number(c.meta.p),
+                    "p_adjusted": number(c.p_adjusted),
+                    "tau2": number(c.meta.tau2),
+                    "i2": number(c.meta.i2),
+                    "q": number(c.meta.q),
+                    "p_heterogeneity": number(c.p_heterogeneity),
+                    "p_heterogeneity_adjusted": number(c.p_heterogeneity_adjusted),
+                    "task_dependent": c.task_dependent,
+                    "signs": c.signs,
+                }
+                for c in model.across.components
+            },
+            "aggregate": None
+            if aggregate is None
+            else {
+                "how": aggregate.how,
+                "margin": number(aggregate.margin),
+                "variants": {v: comparison_json(c, aggregate.stats.get(v)) for v, c in aggregate.comparisons.items()},
+            },
+        }
+    return {
+        "plan": model.plan.to_dict(),
+        "declared_plan": model.declared.to_dict() if model.declared else None,
+        "plan_declared": model.declared_at,
+        "plan_changes": model.plan_changes,
+        "error_control": model.guarantee,
+        "baseline": model.baseline,
+        "bootstrap": {"reps": model.reps, "seed": model.seed},
+        "envs": {e.env: env_json(e, model.baseline) for e in model.envs},
+        "replication": None if model.replication is None else {e.env: env_json(e, model.baseline) for e in model.replication},
+        "across_envs": across,
+        "sections": {s.title: s.json for s in extra_sections(model)},
+        "summary": {"per_task": summary_per_task(model), "across_tasks": summary_across_tasks(model)},
+    }
+
+
+def write_report_json(model: ReportModel, path: str | os.PathLike) -> Path:
+    """
+    Write the report model as ``report.json``.
+
+    :param model: the study's report model
+    :param path: the file to write (``<study>/report.json``)
+    :return: its path
+    """
+    path = Path(path)
+    write_json_atomic(path, model_json(model))
+    return path
