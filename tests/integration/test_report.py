@@ -460,6 +460,34 @@ def test_the_report_is_rendered_from_its_model_alone(tmp_path):
     assert {name: (tmp_path / name).read_bytes() for name in files} == written
 
 
+def test_the_model_holds_where_td3_learns_and_each_records_provenance(tmp_path):
+    """analyse_study adds the failure rules, two-part comparisons and the learning region (analyse/learning.py) and the
+    records' provenance (analyse/provenance.py) to the model; the report does not render them yet."""
+    from sb3_ablation.study.analyse.provenance import BEFORE_DIGESTS
+    from sb3_ablation.study.plan.variants import resolve_variants
+
+    variants = resolve_variants("factorial:target_networks,clipped_double_q")
+
+    def outcome(variant):  # without target networks nothing learns (below the rule's -1,165.55)
+        final = -150.0 if variant.switches["target_networks"] else -1200.0
+        return lambda seed: (final - 3 * seed + (seed % 2), 1.0 + 0.1 * seed)
+
+    write_study(tmp_path, {("Pendulum-v1", v.name): outcome(v) for v in variants}, seeds=range(10))
+    model = analyse_study(tmp_path, reps=REPS)
+    (learning,) = model.learning
+    assert learning.env == "Pendulum-v1" and learning.threshold == -1218.9 + 0.05 * (-151.9 + 1218.9)
+    assert learning.two_arm["no_target_networks"].variant.failed == 10 and learning.budget.td3_mean == -163.0
+    assert learning.budget.fraction == (-163.0 + 1218.9) / (-151.9 + 1218.9)
+    where = model.factorial[0].learning
+    assert where.region.enabling == ("target_networks",) and where.two_part["target_networks"].verdict == "differs"
+    assert where.ceiling.at_ceiling  # every cell with target networks ends within 53.35 of -151.9
+    # clipped double Q changes nothing: equivalent as a main effect, which averages over the cells that never learn
+    primary = next(o for o in model.factorial[0].outcomes if o.key == "final_window")
+    assert primary.result.main["B"].verdict == "equivalent"
+    assert where.main_verdicts == {"A": "differs", "B": "unresolved (at floor)"}
+    assert model.provenance.digest is None and len(model.provenance.runs(BEFORE_DIGESTS)) == 40
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # Group-sequential looks: the report and the study's blocks of seeds
 # ----------------------------------------------------------------------------------------------------------------------

@@ -171,6 +171,17 @@ def test_a_manifest_from_before_digests_gets_one_when_resumed(tmp_path):
     assert provenance.verified and provenance.runs(BEFORE_DIGESTS) == [("Pendulum-v1", "td3", 0)]
 
 
+def test_a_plan_key_the_declared_plan_predates_is_no_change_at_its_default(tmp_path):
+    open_manifest(config(tmp_path), RESOLVED, {})
+    write_record(tmp_path)
+    manifest = read_manifest(tmp_path)
+    del manifest["analysis"]["divergence_factor"]  # a plan declared before the key existed
+    (tmp_path / "study.json").write_text(json.dumps(manifest))
+    assert "divergence_factor" not in open_manifest(config(tmp_path), RESOLVED, {})["analysis"]
+    with pytest.raises(StudyError, match=r"divergence_factor null -> 5\.0"):
+        open_manifest(config(tmp_path, analysis={"divergence_factor": 5.0}), RESOLVED, {})
+
+
 def test_amend_plan_needs_a_reason():
     with pytest.raises(StudyError, match="amend_plan must say why"):
         config("out", amend_plan="  ")

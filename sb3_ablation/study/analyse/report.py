@@ -23,6 +23,8 @@ from sb3_ablation.study.analyse.effects import half_normal_points
 from sb3_ablation.study.analyse.engine_check import engine_check
 from sb3_ablation.study.analyse.factorial import analyse_outcome, study_design
 from sb3_ablation.study.analyse.figure_data import env_figures
+from sb3_ablation.study.analyse.learning import EnvLearning, env_learning, factorial_learning
+from sb3_ablation.study.analyse.provenance import study_provenance
 from sb3_ablation.study.analyse.report_model import (
     EnvFactorial,
     EnvResult,
@@ -35,14 +37,19 @@ from sb3_ablation.study.analyse.statistics import DEFAULT_REPS, DEFAULT_SEED
 from sb3_ablation.study.analyse.tidy import evaluation_rows
 from sb3_ablation.study.analyse.tuning import tuning_comparison
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.plan.learning_rules import LearningRules
 from sb3_ablation.study.plan.variants import baseline_name
 
 
-def factorial_analyses(data: StudyData, envs: list[EnvResult], plan: AnalysisPlan) -> list[EnvFactorial]:
+def factorial_analyses(
+    data: StudyData, envs: list[EnvResult], plan: AnalysisPlan, learning: list[EnvLearning] | None = None
+) -> list[EnvFactorial]:
     """
     The factorial analysis of every env whose variants form a 2^k design or a regular fraction (none for
-    leave-one-out): per outcome its effects with verdicts, and for the primary outcome the half-normal plot's points.
+    leave-one-out): per outcome its effects with verdicts, for the primary outcome the half-normal plot's points, and
+    where ``learning`` has the env, where TD3 learns (:func:`~sb3_ablation.study.analyse.learning.factorial_learning`).
     """
+    fates = {result.env: result.fates for result in learning or []}
     analyses = []
     for e in envs:
         found = study_design(data, e.env)
@@ -57,7 +64,13 @@ def factorial_analyses(data: StudyData, envs: list[EnvResult], plan: AnalysisPla
                 effects = {w: c.effect for w, c in {**result.main, **result.two}.items()}
                 half_normal = HalfNormalPoints(*half_normal_points(effects))
             outcomes.append(FactorialOutcome(outcome.outcome.key, result, half_normal))
-        analyses.append(EnvFactorial(e.env, design, outcomes))
+        where = None
+        primary = e.outcome(plan.primary)
+        if e.env in fates and primary is not None:
+            main = next((o.result.main for o in outcomes if o.key == plan.primary and o.result is not None), None)
+            rules = LearningRules()
+            where = factorial_learning(data, e.env, fates[e.env], plan, rules, primary.margin.value, main)
+        analyses.append(EnvFactorial(e.env, design, outcomes, where))
     return analyses
 
 
@@ -89,10 +102,20 @@ def analyse_study(
     model = build_model(data, plan, declared, baseline, reps, seed, data.manifest.get("analysis_declared"))
     # the figures show every seed's runs, the verdicts only the confirmatory seeds' (build_model restricts them)
     envs = [dataclasses.replace(e, figures=env_figures(data, e, baseline, plan, reps, seed)) for e in model.envs]
+    # where TD3 learns, by the rules of plan/learning_rules.py (their defaults until the plan declares them)
+    rules = LearningRules()
+    learning = []
+    for e in model.envs:
+        primary = e.outcome(plan.primary)
+        margin = primary.margin.value if primary is not None else float("nan")
+        learning.append(env_learning(data, e.env, baseline, plan, rules, margin))
     return dataclasses.replace(
         model,
         envs=envs,
-        factorial=factorial_analyses(data, model.envs, plan),
+        factorial=factorial_analyses(data, model.envs, plan, learning),
+        learning=learning,
+        # the digests and the declared reuse (no search of other study folders: study_provenance(out) does that)
+        provenance=study_provenance(out, others=[]),
         engines=engine_check(data, model.envs, baseline, plan),
         tuning=tuning_comparison(data, model.envs, baseline, plan, reps, seed),
         data=data,

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
     from sb3_ablation.study.analyse.factorial import FactorialResult
     from sb3_ablation.study.analyse.failures import EnvFailures
     from sb3_ablation.study.analyse.inference import Comparison
+    from sb3_ablation.study.analyse.learning import EnvLearning, FactorialLearning
     from sb3_ablation.study.analyse.outcomes import OutcomeSpec
+    from sb3_ablation.study.analyse.provenance import Provenance
     from sb3_ablation.study.analyse.results import StudyData
     from sb3_ablation.study.analyse.sequential import SequentialDecision
     from sb3_ablation.study.analyse.statistics import VariantStats
@@ -211,11 +213,15 @@ class EnvFactorial:
     :param env: the task
     :param design: the design the variants form
     :param outcomes: one per outcome of the env's result, in its order
+    :param learning: where TD3 learns (:mod:`~sb3_ablation.study.analyse.learning`): the learning region, failure rates
+        per effect, the effects within the region, the region's ceiling and the main effects' verdicts without an
+        ``equivalent`` averaged over floor cells (``None``: not computed)
     """
 
     env: str
     design: Design
     outcomes: list[FactorialOutcome]
+    learning: FactorialLearning | None = None
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -440,6 +446,10 @@ class ReportModel:
     :param tuning: both answers of a study that tuned every variant for itself
     :param data: the loaded study (manifest, run status, warnings, failed runs), which the report shows as it is
     :param evaluations: the tidy table of every evaluation (:func:`~sb3_ablation.study.analyse.tidy.evaluation_rows`)
+    :param learning: per env, the failure rules applied to every run, TD3's budget progress and each variant against
+        the baseline in two parts (:mod:`~sb3_ablation.study.analyse.learning`; not rendered yet)
+    :param provenance: the plan each record was made under and the runs reused from other studies
+        (:mod:`~sb3_ablation.study.analyse.provenance`; ``None``: not computed; not rendered yet)
     """
 
     plan: AnalysisPlan
@@ -459,6 +469,8 @@ class ReportModel:
     tuning: TuningComparison | None = None
     data: StudyData | None = None
     evaluations: list[dict[str, Any]] = field(default_factory=list)
+    learning: list[EnvLearning] = field(default_factory=list)
+    provenance: Provenance | None = None
 
 
 __all__ = [

@@ -249,6 +249,11 @@ def _references_table() -> dict[str, Any]:
         return yaml.safe_load(file) or {}
 
 
+def reference_entry(env: str) -> dict[str, Any]:
+    """The entry of ``env`` in ``references.yml`` as written (empty: none)."""
+    return dict(_references_table().get(env) or {})
+
+
 def task_references(env: str, budget: int | None) -> TaskReferences:
     """The random-policy return of ``env`` and its reference return at exactly ``budget`` training steps."""
     entry = _references_table().get(env) or {}

@@ -29,7 +29,10 @@ Per evaluation a run record's ``evaluations`` keep, besides ``timesteps``, ``mea
 and beside them ``value_episodes``: per evaluation one summary per episode (:func:`episode_summary`, same order as
 ``episode_returns``), from which the numbers above are recomputed (:func:`measure_from_episodes`): ``steps`` (steps
 the episode ran, up to ``T + k``), ``terminated`` (it ended by termination: exact returns), ``states``, ``q_sum``,
-``return_sum`` and ``abs_return_sum`` (over the measured states, which are its first ``states`` steps).
+``return_sum`` and ``abs_return_sum`` (over the measured states, which are its first ``states`` steps), and
+``max_abs_reward`` (the largest |reward| of all its steps, on the critic's scale: ``max_abs_reward / (1 - gamma)``
+bounds the values of these rewards, the scale of the divergence rule of
+:mod:`~sb3_ablation.study.plan.learning_rules`; records made before it lack it).
 """
 
 from __future__ import annotations
@@ -120,6 +123,7 @@ def episode_summary(q_values: np.ndarray, rewards: np.ndarray, terminated: bool,
         "q_sum": float(q_values[:n].sum()),
         "return_sum": float(returns[:n].sum()),
         "abs_return_sum": float(np.abs(returns[:n]).sum()),
+        "max_abs_reward": float(np.abs(rewards).max()) if len(rewards) else 0.0,
     }
 
 

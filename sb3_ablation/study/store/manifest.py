@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sb3_ablation.common.io import write_json_atomic
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.config import ResolvedHyperparams, StudyConfig, StudyError, to_jsonable
 from sb3_ablation.study.plan.digest import plan_digest, study_design
 from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, timestamp, trained_by
@@ -178,6 +179,9 @@ def _check_plan(manifest: dict[str, Any], config: StudyConfig) -> None:
         declared["digest_added"] = timestamp()
     current = manifest["analysis"]
     new = to_jsonable(config.analysis)
+    # a key the declared plan predates, at its default, is no change: the report reads the declared plan with it
+    defaults = AnalysisPlan().to_dict()
+    new = {key: value for key, value in new.items() if key in current or value != defaults.get(key)}
     # --env picks some of a study's envs: the margins and failure returns of the others stay as declared
     for key in ("margins", "failure_returns"):
         kept = {env: value for env, value in (current.get(key) or {}).items() if env not in config.envs}

@@ -1,0 +1,154 @@
+"""Where TD3 learns, per task of a study: the failure rules applied to every run, TD3's budget progress, each variant
+against the baseline in two parts (:func:`env_learning`), and for a factorial its learning region, failure rates per
+effect, conditional effects and the ceiling of the region (:func:`factorial_learning`). These are the results a report
+model holds (one :class:`EnvLearning` per task, one :class:`FactorialLearning` per factorial task).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from sb3_ablation.study.analyse.budget import BudgetProgress, Ceiling, budget_progress, ceiling
+from sb3_ablation.study.analyse.factorial import study_design
+from sb3_ablation.study.analyse.inference import Comparison
+from sb3_ablation.study.analyse.learning_region import (
+    ConditionalEffects,
+    LearningRegion,
+    conditional_effects,
+    floor_verdict,
+    learning_region,
+)
+from sb3_ablation.study.analyse.outcomes import study_references
+from sb3_ablation.study.analyse.results import StudyData
+from sb3_ablation.study.analyse.run_fates import RunFate, fate_arrays, study_fates
+from sb3_ablation.study.analyse.two_part import FactorTwoPart, TwoArm, factorial_two_part, two_arm
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.plan.designs import Design
+from sb3_ablation.study.plan.learning_rules import LearningRules, learning_threshold
+
+
+@dataclass(frozen=True)
+class EnvLearning:
+    """
+    :param env: the task
+    :param threshold: the final-window return below which a run did not learn (``None``: no rule on this task)
+    :param threshold_how: how it was set
+    :param fates: variant -> seed -> the run judged by the rules
+    :param budget: TD3's progress at the study's budget (``None``: no TD3 runs, or no reference)
+    :param two_arm: variant -> its two-part comparison with the baseline
+    """
+
+    env: str
+    threshold: float | None
+    threshold_how: str
+    fates: dict[str, dict[int, RunFate]]
+    budget: BudgetProgress | None
+    two_arm: dict[str, TwoArm]
+
+
+def env_learning(
+    data: StudyData,
+    env: str,
+    baseline: str | None,
+    plan: AnalysisPlan,
+    rules: LearningRules,
+    margin: float = math.nan,
+    threshold: float | None = None,
+) -> EnvLearning:
+    """
+    The rules on one task of a study.
+
+    :param baseline: the variant the others are compared with (``None``: no comparisons)
+    :param margin: the equivalence margin of the learned runs' return
+    :param threshold: the learning threshold (default: the rule's,
+        :func:`~sb3_ablation.study.plan.learning_rules.learning_threshold`)
+    """
+    how = "given"
+    if threshold is None:
+        threshold, how = learning_threshold(env, rules)
+    fates = study_fates(data, env, rules, plan, threshold)
+    budget_steps = study_references(data, env).budget
+    td3 = fates.get("td3", {})
+    budget = budget_progress(env, [fate.final_return for fate in td3.values()], budget_steps) if td3 else None
+    comparisons = {}
+    if baseline is not None and baseline in fates:
+        base = fates[baseline]
+        for variant, runs in fates.items():
+            if variant != baseline:
+                comparisons[variant] = two_arm(
+                    ({s: f.failed for s, f in runs.items()}, {s: f.failed for s, f in base.items()}),
+                    ({s: f.final_return for s, f in runs.items()}, {s: f.final_return for s, f in base.items()}),
+                    plan.alpha, margin, plan.test, plan.equivalence_test,
+                )  # fmt: skip
+    return EnvLearning(env, threshold, how, fates, budget, comparisons)
+
+
+@dataclass(frozen=True)
+class FactorialLearning:
+    """
+    :param env: the task
+    :param design: the design its variants form
+    :param seeds: the seeds of the arrays' columns
+    :param region: the learning region (from the failure outcome alone)
+    :param two_part: per factor over the whole design: failure rates on and off with the exact stratified test, and
+        the return among the runs that learned
+    :param two_part_in_region: the same within the region
+    :param conditional: each component's effect on the final-window return within the region
+    :param ceiling: whether the region's cells sit at the task's ceiling (``None``: no reference)
+    :param main_verdicts: word -> the main effect's verdict as the report may give it (no ``equivalent`` averaged
+        over floor cells, :func:`~sb3_ablation.study.analyse.learning_region.floor_verdict`), where given the main
+        effects
+    """
+
+    env: str
+    design: Design
+    seeds: tuple[int, ...]
+    region: LearningRegion
+    two_part: dict[str, FactorTwoPart]
+    two_part_in_region: dict[str, FactorTwoPart]
+    conditional: ConditionalEffects
+    ceiling: Ceiling | None
+    main_verdicts: dict[str, str]
+
+
+def factorial_learning(
+    data: StudyData,
+    env: str,
+    fates: dict[str, dict[int, RunFate]],
+    plan: AnalysisPlan,
+    rules: LearningRules,
+    margin: float,
+    main: Mapping[str, Comparison] | None = None,
+) -> FactorialLearning | None:
+    """
+    The learning region and the effects within it of a factorial task (``None``: its variants form no design).
+
+    :param fates: :attr:`EnvLearning.fates` of the task
+    :param margin: the equivalence margin of the conditional effects
+    :param main: the main effects' comparisons (word -> comparison, e.g.
+        :attr:`~sb3_ablation.study.analyse.factorial.FactorialResult.main`), to be labelled
+    """
+    found = study_design(data, env)
+    if found is None:
+        return None
+    design, variant_of = found
+    names = [variant_of["".join("+" if cell[f] else "-" for f in design.factors)] for cell in design.cells]
+    seeds = sorted({seed for variant in names for seed in fates.get(variant, {})})
+    returns, failed = fate_arrays(fates, names, seeds)
+    region = learning_region(design, failed, rules)
+    means = {names[row]: float(np.nanmean(returns[row])) for row in region.rows if np.isfinite(returns[row]).any()}
+    return FactorialLearning(
+        env,
+        design,
+        tuple(seeds),
+        region,
+        factorial_two_part(design, returns, failed, plan.alpha),
+        factorial_two_part(design, returns, failed, plan.alpha, rows=region.rows),
+        conditional_effects(design, returns, seeds, region, plan, margin),
+        ceiling(env, means, rules),
+        {word: floor_verdict(comparison, region) for word, comparison in (main or {}).items()},
+    )
