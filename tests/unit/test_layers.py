@@ -83,7 +83,7 @@ RESTS_ON: dict[str, tuple[str, ...]] = {
     "study/run": ("study/store",),
     "study/analyse": ("study/run",),
     "study/render": ("study/analyse",),
-    "cli": ("study/render", "throughput"),  # the `sb3-ablation` command
+    "cli": ("study", "throughput"),  # the `sb3-ablation` command
     "__main__.py": ("cli",),
     "train.py": ("cli",),
     "enjoy.py": ("cli",),

@@ -21,12 +21,12 @@ committed reports): :class:`LearningRules` is declared beside it.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from sb3_ablation.common.suggestions import did_you_mean
 from sb3_ablation.study.plan.analysis_plan import PlanError, reference_entry
 
 
@@ -68,8 +68,7 @@ class LearningRules:
         known = [f.name for f in fields(cls)]
         for key in values:
             if key not in known:
-                close = difflib.get_close_matches(str(key), known, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                hint = did_you_mean(str(key), known)
                 raise PlanError(f"learning rules: unknown key {key!r}{hint}; expected some of {', '.join(known)}")
         return cls(**values)
 
