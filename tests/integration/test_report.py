@@ -558,3 +558,12 @@ def test_a_sequential_study_needs_td3_and_enough_seeds(tmp_path):
     with pytest.raises(StudyError, match="td3, which is not among the variants"):
         _run_looks(dataclasses_replace(config, analysis=LOOKS_PLAN))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_study_of_the_baseline_alone_describes_it_and_compares_nothing(tmp_path):
+    """A pilot (TD3 alone) is described, not reported as missing its baseline."""
+    write_study(tmp_path, {("Pendulum-v1", "td3"): leave_one_out()[("Pendulum-v1", "td3")]}, seeds=range(5))
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert "- **Pendulum-v1**: only td3 ran; nothing is compared (the tables describe its runs)." in text
+    assert "no finished runs of it" not in text
+    assert table_rows(text, "td3")[0].count("s4: -162.0") == 1

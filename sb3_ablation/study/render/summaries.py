@@ -57,8 +57,10 @@ def verdict_lines(comparisons: dict[str, Comparison], digits: int = 1) -> list[s
 
 def _env_summary(model: ReportModel, e: EnvResult) -> list[str]:
     primary = e.outcome(model.plan.primary)
-    if primary is None or not primary.comparisons:
+    if primary is None:
         return [f"- **{e.env}**: no comparison with {model.baseline} (no finished runs of it).", ""]
+    if not primary.comparisons:  # the baseline alone, e.g. a pilot: it describes, it tests nothing
+        return [f"- **{e.env}**: only {model.baseline} ran; nothing is compared (the tables describe its runs).", ""]
     n = sorted({c.n for c in primary.comparisons.values()})
     family = max(c.family_size for c in primary.comparisons.values())
     lines = [
