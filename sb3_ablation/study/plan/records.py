@@ -52,6 +52,8 @@ class RunTask(RunSettings):
     :param record: where the run writes its record, final model and checkpoints (``None``: nowhere)
     :param eval_envs: envs the evaluation episodes run on side by side (``None``: one per episode, at most 16)
     :param keep_model: save the final model next to the record (``seed_<k>.zip``)
+    :param group_size: the batched engine's most runs per group, variants mixed (``None``: one group per env and
+        variant)
     """
 
     eval_max_episode_steps: int | None = None
@@ -61,6 +63,7 @@ class RunTask(RunSettings):
     record: str | None = None
     eval_envs: int | None = None
     keep_model: bool = False
+    group_size: int | None = None
 
 
 class _Unset:
