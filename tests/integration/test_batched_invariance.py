@@ -27,8 +27,8 @@ SETTINGS = dict(
 )  # fmt: skip
 
 
-def _tasks(out, variant: str, seeds: list[int]) -> list[RunTask]:
-    config = StudyConfig(**SETTINGS, seeds=max(seeds) + 2, variants=[variant], out=str(out), engine="batched")
+def _tasks(out, variant: str, seeds: list[int], device: str = "cpu") -> list[RunTask]:
+    config = StudyConfig(**SETTINGS, seeds=max(seeds) + 2, variants=[variant], out=str(out), engine="batched", device=device)
     config.keep_models = True
     variants = config.variant_objects
     by_seed = {task.seed: task for task in make_tasks(config, variants, resolve_hyperparams(config, variants))}
@@ -38,9 +38,9 @@ def _tasks(out, variant: str, seeds: list[int]) -> list[RunTask]:
     return tasks
 
 
-def _run(out, groups: list[tuple[str, list[int]]]) -> None:
+def _run(out, groups: list[tuple[str, list[int]]], device: str = "cpu") -> None:
     """Train, in one group, the runs of (variant, seeds) pairs."""
-    tasks = [task for variant, seeds in groups for task in _tasks(out, variant, seeds)]
+    tasks = [task for variant, seeds in groups for task in _tasks(out, variant, seeds, device)]
     records = execute_group(RunGroup("Pendulum-v1", "+".join(variant for variant, _ in groups), tasks))
     assert all(record["status"] == "ok" for record in records), [record.get("traceback") for record in records]
 
@@ -60,12 +60,16 @@ def assert_same_run(folder_a, folder_b, variant: str, seed: int) -> None:
         assert th.equal(state_a[key], state_b[key]), key
 
 
+CUDA = pytest.mark.skipif(not th.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
 @pytest.mark.parametrize("variant", ["td3", "no_deterministic_policy"])
-def test_a_runs_record_is_the_same_alone_and_in_a_group(tmp_path, variant):
+def test_a_runs_record_is_the_same_alone_and_in_a_group(tmp_path, variant, device):
     th.set_num_threads(1)
     alone, grouped = tmp_path / "alone", tmp_path / "grouped"
-    _run(alone, [(variant, [0])])
-    _run(grouped, [(variant, [1, 0, 2])])  # seed 0 in the middle of a group of three
+    _run(alone, [(variant, [0])], device)
+    _run(grouped, [(variant, [1, 0, 2])], device)  # seed 0 in the middle of a group of three
     assert_same_run(alone, grouped, variant, 0)
     # and the other agents of the group are runs of their own seeds
     first, second = (read_run(run_path(grouped, "Pendulum-v1", variant, seed)) for seed in (1, 2))

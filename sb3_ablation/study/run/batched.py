@@ -1,13 +1,14 @@
-"""The batched engine: the runs of one (env, variant), all its seeds, trained together in one process by BatchedTD3.
+"""The batched engine: the runs of one (env, variant), all its seeds (or with a group size, runs of mixed variants),
+trained together in one process by BatchedTD3.
 
 Each run k is first built as the process engine builds it (rl_zoo3's experiment for its seed: hyperparameters, env,
 action noise, initial weights), then the K models become one :class:`~sb3_ablation.batched.BatchedTD3` (env k, agent
 k's initial weights and its random number streams are run k's: the process's streams as run k leaves them after
 being built, where the process engine starts learning). An agent's record is therefore the same in a group of any
-size (a function of its configuration and seed). Every agent is evaluated with the study's protocol on its own evaluation env
-(:class:`~sb3_ablation.study.run.evaluation.OverestimationEvalCallback`, on run k's model holding agent k's weights), and
-gets its own record, final model and status: an agent whose evaluation fails (e.g. NaN weights) is recorded as failed
-while the others go on.
+size (a function of its configuration and seed). Every agent is evaluated with the study's protocol on its own
+evaluation env (:class:`~sb3_ablation.study.run.evaluation.OverestimationEvalCallback`, on run k's model holding
+agent k's weights), and gets its own record, final model and status: an agent whose evaluation fails (e.g. NaN
+weights) is recorded as failed while the others go on.
 
 A group is checkpointed as a run of the process engine is
 (:class:`~sb3_ablation.study.run.checkpointing.RunCheckpointCallback`, every ``checkpoint_freq`` steps of each agent,
@@ -280,8 +281,8 @@ class BuiltGroup:
 
 
 def _shared(hyperparams: dict[str, Any]) -> dict[str, Any]:
-    """The hyperparameters the agents of a group share (all but the mixable switches), comparable with ``==``."""
-    return {key: repr(value) for key, value in hyperparams.items() if key not in MIXABLE_SWITCHES}
+    """The resolved hyperparameters of a task that the agents of a group share: all but the mixable switches."""
+    return {key: value for key, value in hyperparams.items() if key not in MIXABLE_SWITCHES}
 
 
 def _build_group(tasks: list[RunTask], checkpoints: RunCheckpoints | None, run_warnings: RunWarnings) -> BuiltGroup:
@@ -300,8 +301,8 @@ def _build_group(tasks: list[RunTask], checkpoints: RunCheckpoints | None, run_w
             model, _ = manager.setup_experiment()
             if manager.callbacks or manager.normalize:
                 raise ValueError("the batched engine runs no zoo callback: entries and no normalize: True")
-            if _shared(manager._hyperparams) != _shared(managers[0]._hyperparams if managers else manager._hyperparams):
-                raise ValueError(f"the runs of a batched group need the same hyperparameters; {task.variant} differs")
+            if _shared(task.hyperparams) != _shared(tasks[0].hyperparams):
+                raise ValueError(f"the runs of a batched group need the same hyperparameters; {task.variant}'s differ")
             schedule = RunSchedule.of(task, manager, model.gamma)
             agents.append(model)
             managers.append(manager)
