@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, cast
 
 import gymnasium as gym
@@ -21,10 +22,15 @@ from sb3_ablation.batched.policies import BatchedTD3Policy
 from sb3_ablation.batched.streams import AgentStream, agent_normal
 from sb3_ablation.common.training_stats import TrainingStats
 from sb3_ablation.common.utils import foreach_polyak_update
+from sb3_ablation.switches import DEFAULTS, SWITCHES
 from sb3_ablation.td3.ablatable_td3 import AblatableTD3
 from sb3_ablation.td3.policies import GaussianActor
 
 SelfBatchedTD3 = TypeVar("SelfBatchedTD3", bound="BatchedTD3")
+
+#: the switches whose value may differ between the agents of one BatchedTD3 (the others shape the whole group: the
+#: actor's kind, the replay buffer, the update schedule)
+MIXABLE_SWITCHES = ("clipped_double_q", "target_networks", "target_policy_smoothing")
 
 
 class AgentReplayBuffer(ReplayBuffer):
@@ -63,6 +69,41 @@ class AgentReplayBuffer(ReplayBuffer):
         )
         # (flat observations: SB3's normalization returns arrays here, not dicts)
         return ReplayBufferSamples(*(self.to_torch(cast(np.ndarray, array)) for array in data))
+
+
+@dataclass
+class _MixedSwitches:
+    """
+    The per-agent forms of the switches that differ between a group's agents (``None``: the same for every agent, the
+    model's own switch acts).
+
+    :param twin: ``(K, 1, 1)``, whether agent k bootstraps from the minimum over its critics (else from critic 1)
+    :param twin_weight: ``(K,)``, 1 where agent k trains its other critics, else 0
+    :param without_targets: the indices of the agents without target networks
+    :param smoothing: ``(K, 1, 1)``, whether agent k smooths its target actions
+    """
+
+    twin: th.Tensor | None = None
+    twin_weight: th.Tensor | None = None
+    without_targets: th.Tensor | None = None
+    smoothing: th.Tensor | None = None
+
+    @classmethod
+    def of(cls, model: BatchedTD3) -> _MixedSwitches:
+        def values(name: str) -> list[bool] | None:
+            agent_values = [switches[name] for switches in model.agent_switches]
+            return agent_values if len(set(agent_values)) > 1 else None
+
+        mixed, device, shape = cls(), model.device, (model.n_agents, 1, 1)
+        twin, targets, smoothing = (values(name) for name in MIXABLE_SWITCHES)
+        if twin is not None:
+            mixed.twin = th.tensor(twin, device=device).view(shape)
+            mixed.twin_weight = th.tensor(twin, dtype=th.float32, device=device)
+        if targets is not None:
+            mixed.without_targets = th.tensor([k for k, value in enumerate(targets) if not value], device=device)
+        if smoothing is not None:
+            mixed.smoothing = th.tensor(smoothing, device=device).view(shape)
+        return mixed
 
 
 def _agent_mse(q_values: th.Tensor, targets: th.Tensor) -> th.Tensor:
@@ -145,10 +186,33 @@ class BatchedTD3(AblatableTD3):
     implied_policy_arguments = (*AblatableTD3.implied_policy_arguments, "n_agents")
     policy: BatchedTD3Policy
 
-    def __init__(self, policy: str | type[BatchedTD3Policy], env: Any, **kwargs: Any):
+    def __init__(
+        self,
+        policy: str | type[BatchedTD3Policy],
+        env: Any,
+        agent_switches: Sequence[dict[str, bool]] | None = None,
+        **kwargs: Any,
+    ):
         init_setup_model = kwargs.pop("_init_setup_model", True)
+        if agent_switches is not None:
+            agent_switches = [{**DEFAULTS, **switches} for switches in agent_switches]
+            for name in SWITCHES:
+                values = {switches[name] for switches in agent_switches}
+                if name in MIXABLE_SWITCHES:
+                    # the group's networks: those of an agent with every mixable component any agent has
+                    kwargs[name] = True in values
+                elif len(values) > 1 or kwargs.get(name, DEFAULTS[name]) not in values:
+                    raise ValueError(
+                        f"{type(self).__name__} agents must share {name} (only {', '.join(MIXABLE_SWITCHES)} may "
+                        f"differ), got {[switches[name] for switches in agent_switches]}"
+                    )
         super().__init__(policy, env, **kwargs, _init_setup_model=False)
         self.n_agents = self.n_envs
+        if agent_switches is not None and len(agent_switches) != self.n_agents:
+            raise ValueError(f"{len(agent_switches)} agent_switches for {self.n_agents} agents")
+        #: agent k's switches (those of :data:`MIXABLE_SWITCHES` may differ between agents; the model's ``switches``
+        #: has each component that any agent has)
+        self.agent_switches = agent_switches or [dict(self.switches) for _ in range(self.n_agents)]
         self._check_batched_settings(kwargs.get("replay_buffer_class"))
         self.replay_buffer_class = AgentReplayBuffer
         # Per-agent counts to SB3's (see "Step counts" above): SB3 counts K steps and K transitions per VecEnv step
@@ -270,28 +334,41 @@ class BatchedTD3(AblatableTD3):
             next_actor, next_critic = self.actor, self.critic
         policy_delay = self.policy_delay if self.delayed_policy_update else 1
         generators = [stream.numpy for stream in self.agent_streams]
-        smoothing_stds = [self.target_policy_noise] * self.n_agents
         sampled = batch_size if self.switches["replay_buffer"] else 1
         buffer = cast(AgentReplayBuffer, self.replay_buffer)
+        mixed = _MixedSwitches.of(self)
+        smoothing_stds = [
+            self.target_policy_noise if switches["target_policy_smoothing"] else None for switches in self.agent_switches
+        ]
         stats = TrainingStats()
         for _ in range(gradient_steps):
             self._n_updates += 1
             replay_data = buffer.sample(sampled, env=self._vec_normalize_env, generators=generators)
+            if mixed.without_targets is not None:
+                # (agents without target networks: their targets are their online weights at this step)
+                self.policy.load_online_into_targets(mixed.without_targets)
             with th.no_grad():
                 if self.target_policy_smoothing:
+                    # drawn before the target actor's own sample, as AblatableTD3.train draws them
                     noise = agent_normal(replay_data.actions, self.agent_streams, smoothing_stds)
                     noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
-                    next_actions = (self._actor_actions(replay_data.next_observations, next_actor) + noise).clamp(-1, 1)
+                    next_actions = self._actor_actions(replay_data.next_observations, next_actor)
+                    smoothed = (next_actions + noise).clamp(-1, 1)
+                    next_actions = smoothed if mixed.smoothing is None else th.where(mixed.smoothing, smoothed, next_actions)
                 else:
                     next_actions = self._actor_actions(replay_data.next_observations, next_actor)
                 next_q_values = th.cat(next_critic(replay_data.next_observations, next_actions), dim=-1)
                 if self.clipped_double_q:
-                    next_q_values, _ = th.min(next_q_values, dim=-1, keepdim=True)
+                    minimum, _ = th.min(next_q_values, dim=-1, keepdim=True)
+                    next_q_values = minimum if mixed.twin is None else th.where(mixed.twin, minimum, next_q_values[..., :1])
                 target_q_values = replay_data.rewards + (1 - replay_data.dones) * self.gamma * next_q_values
 
             current_q_values = self.critic(replay_data.observations, replay_data.actions)
-            critic_losses = th.stack([_agent_mse(q_values, target_q_values) for q_values in current_q_values])
-            critic_loss = critic_losses.sum(dim=0).sum()  # each agent's sum over its critics, then over the agents
+            agent_losses = [_agent_mse(q_values, target_q_values) for q_values in current_q_values]
+            if mixed.twin_weight is not None:
+                # an agent with one critic: the others' losses weigh 0 (no gradient: its other critics never move)
+                agent_losses[1:] = [loss * mixed.twin_weight for loss in agent_losses[1:]]
+            critic_loss = th.stack(agent_losses).sum(dim=0).sum()  # each agent's sum over its critics, then the agents'
             self._gradient_step(self.critic.optimizer, critic_loss)
             stats.critic_step(critic_loss, current_q_values, target_q_values)
 
@@ -311,7 +388,11 @@ class BatchedTD3(AblatableTD3):
 
     def _record_training_stats(self, stats: TrainingStats) -> None:
         super()._record_training_stats(stats)
-        self.agent_diagnostics = stats.agent_diagnostics(self.n_agents)
+        n_critics = [
+            int(cast(int, self.policy.critic_kwargs["n_critics"])) if switches["clipped_double_q"] else 1
+            for switches in self.agent_switches
+        ]
+        self.agent_diagnostics = stats.agent_diagnostics(self.n_agents, n_critics)
 
     def learn(
         self: SelfBatchedTD3,
@@ -351,12 +432,13 @@ class BatchedTD3(AblatableTD3):
     ) -> BatchedTD3:
         """
         The batched model of single-env AblatableTD3 models built with the same ``hyperparams`` (e.g. by rl_zoo3 for
-        several seeds): env k is agent k's env, seeded with agent k's seed at the first reset, and agent k starts with
-        agent k's initial weights.
+        several seeds), but for the switches of :data:`MIXABLE_SWITCHES`, which may differ (a mixed group): env k is
+        agent k's env, seeded with agent k's seed at the first reset, agent k starts with agent k's initial weights
+        and has agent k's switches.
 
         :param agents: the models (their envs move to the batched model; they keep their own policies)
         :param hyperparams: the keyword arguments the models were built with (``policy`` included, ``env`` and
-            ``seed`` not)
+            ``seed`` not; their switches are the agents')
         :param streams: agent k's random number streams (:meth:`AgentStream.of_process` right after building agent k
             gives it the streams its single run trains with); without, from its seed
         """
@@ -372,7 +454,8 @@ class BatchedTD3(AblatableTD3):
         env_fns = [functools.partial(_identity, env) for env in envs]  # DummyVecEnv takes env constructors
         venv = AgentSeededVecEnv(env_fns, [int(seed) for seed in seeds if seed is not None])
         # (the model's seed is agent 0's: its set_random_seed seeds env k with agent k's seed, see AgentSeededVecEnv)
-        model = cls(env=venv, seed=seeds[0], device=agents[0].device, **hyperparams)
+        agent_switches = [agent.switches for agent in agents]
+        model = cls(env=venv, seed=seeds[0], device=agents[0].device, agent_switches=agent_switches, **hyperparams)
         for index, agent in enumerate(agents):
             model.policy.copy_agent_from(index, agent.policy)
         if streams is not None:

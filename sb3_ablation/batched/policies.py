@@ -115,8 +115,24 @@ class BatchedTD3Policy(AblatableTD3Policy):
         return stack_agents([EnsembleCritic(**critic_kwargs).to(self.device) for _ in range(self.n_agents)])
 
     def _networks(self, policy: AblatableTD3Policy) -> list[tuple[nn.Module, nn.Module]]:
+        # (an agent of a mixed group may have no target networks, or fewer critics, than the group: its own are copied)
         names = ("actor", "critic", "actor_target", "critic_target")
-        return [(getattr(self, name), getattr(policy, name)) for name in names if getattr(self, name) is not None]
+        return [
+            (getattr(self, name), getattr(policy, name))
+            for name in names
+            if getattr(self, name) is not None and getattr(policy, name) is not None
+        ]
+
+    @th.no_grad()
+    def load_online_into_targets(self, agents: th.Tensor) -> None:
+        """
+        Set the target actor and critics of ``agents`` (indices) to their online weights: for agents without target
+        networks in a group whose other agents have them, the targets are then computed with the online weights.
+        """
+        assert self.actor_target is not None and self.critic_target is not None
+        for online, target in ((self.actor, self.actor_target), (self.critic, self.critic_target)):
+            for param, target_param in zip(online.parameters(), target.parameters(), strict=True):
+                target_param.index_copy_(0, agents, param.index_select(0, agents))
 
     def copy_agent_to(self, agent: int, policy: AblatableTD3Policy) -> None:
         """Write agent ``agent``'s actor, critics and target copies into a plain policy with the same settings."""

@@ -99,15 +99,17 @@ class AgentStream:
             np.random.set_state(saved)
 
 
-def agent_normal(like: th.Tensor, streams: Sequence[AgentStream], stds: Sequence[float] | None = None) -> th.Tensor:
+def agent_normal(like: th.Tensor, streams: Sequence[AgentStream], stds: Sequence[float | None] | None = None) -> th.Tensor:
     """
     Gaussian draws shaped as ``like`` (agents first), agent k's part drawn from agent k's generator with mean 0 and
     standard deviation ``stds[k]`` (1 without ``stds``): what a single run's ``normal_(0, std)`` on a tensor of its
-    part's shape draws from the global generator.
+    part's shape draws from the global generator. An agent whose std is ``None`` draws nothing (its part is zero).
     """
-    draws = th.empty_like(like, memory_format=th.contiguous_format)
+    draws = th.zeros_like(like, memory_format=th.contiguous_format)
     for agent, stream in enumerate(streams):
-        draws[agent].normal_(0.0, 1.0 if stds is None else stds[agent], generator=stream.torch)
+        std = 1.0 if stds is None else stds[agent]
+        if std is not None:
+            draws[agent].normal_(0.0, std, generator=stream.torch)
     return draws
 
 

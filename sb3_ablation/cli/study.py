@@ -129,6 +129,14 @@ def _study_parser() -> argparse.ArgumentParser:
         "and resume like runs)",
     )
     parser.add_argument(
+        "--group-size",
+        type=int,
+        metavar="N",
+        help="batched engine: up to N runs per process, variants mixed where they differ only in clipped_double_q, "
+        "target_networks or target_policy_smoothing (default: one group per env and variant); a run's record is the "
+        "same in any group",
+    )
+    parser.add_argument(
         "--checkpoint-freq",
         type=int,
         metavar="STEPS",
@@ -191,6 +199,7 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
         "eval_max_episode_steps",
         "workers",
         "checkpoint_freq",
+        "group_size",
     ):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)

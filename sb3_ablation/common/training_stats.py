@@ -109,10 +109,12 @@ class TrainingStats:
         """Log the means over the steps collected (SB3's keys for the losses, as SB3's TD3 logs them)."""
         log_training(logger, n_updates, self.losses(), self.diagnostics())
 
-    def agent_diagnostics(self, n_agents: int) -> list[dict[str, float]]:
+    def agent_diagnostics(self, n_agents: int, n_critics: list[int] | None = None) -> list[dict[str, float]]:
         """
         The diagnostics of each of ``n_agents`` agents trained together (every tensor with the agents first: Q-values
         ``(n_agents, batch, 1)``, log-stds ``(n_agents, batch, action_dim)``), keyed as logged without ``train/``.
+
+        :param n_critics: agent k's own number of critics, its first ones (default: every critic)
         """
         if not self._critic_losses:
             return [{} for _ in range(n_agents)]
@@ -122,7 +124,8 @@ class TrainingStats:
         log_stds_by_agent = np.zeros((n_agents, 0))
         if self._log_stds:  # a Gaussian actor's
             log_stds_by_agent = log_stds.reshape(len(self._log_stds), n_agents, -1).transpose(1, 0, 2).reshape(n_agents, -1)
-        return [_diagnostics(by_agent[agent], log_stds_by_agent[agent]) for agent in range(n_agents)]
+        rows = [[*range(n_columns - 1 if n_critics is None else n_critics[agent]), -1] for agent in range(n_agents)]
+        return [_diagnostics(by_agent[agent][rows[agent]], log_stds_by_agent[agent]) for agent in range(n_agents)]
 
 
 def _mean(values: np.ndarray) -> float:

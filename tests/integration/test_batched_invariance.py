@@ -3,11 +3,13 @@ seed, whatever group it was trained in (on one device and thread count)."""
 
 import pytest
 import torch as th
+from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_ablation import AblatableTD3
-from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
+from sb3_ablation.batched import BatchedTD3
+from sb3_ablation.study.plan.config import StudyConfig, StudyError, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RunTask
-from sb3_ablation.study.run.batched import RunGroup, execute_group
+from sb3_ablation.study.run.batched import RunGroup, execute_group, make_groups
 from sb3_ablation.study.store.runs import model_path, read_run, run_path
 
 # Gaussian exploration noise, target policy smoothing, a warm-up of random actions and the actor's delayed updates:
@@ -25,8 +27,8 @@ SETTINGS = dict(
 )  # fmt: skip
 
 
-def _tasks(out, variant: str, seeds: list[int]) -> list[RunTask]:
-    config = StudyConfig(**SETTINGS, seeds=max(seeds) + 1, variants=[variant], out=str(out), engine="batched")
+def _tasks(out, variant: str, seeds: list[int], device: str = "cpu") -> list[RunTask]:
+    config = StudyConfig(**SETTINGS, seeds=max(seeds) + 2, variants=[variant], out=str(out), engine="batched", device=device)
     config.keep_models = True
     variants = config.variant_objects
     by_seed = {task.seed: task for task in make_tasks(config, variants, resolve_hyperparams(config, variants))}
@@ -36,10 +38,10 @@ def _tasks(out, variant: str, seeds: list[int]) -> list[RunTask]:
     return tasks
 
 
-def _run(out, groups: list[tuple[str, list[int]]]) -> None:
+def _run(out, groups: list[tuple[str, list[int]]], device: str = "cpu") -> None:
     """Train, in one group, the runs of (variant, seeds) pairs."""
-    tasks = [task for variant, seeds in groups for task in _tasks(out, variant, seeds)]
-    records = execute_group(RunGroup("Pendulum-v1", tasks[0].variant, tasks))
+    tasks = [task for variant, seeds in groups for task in _tasks(out, variant, seeds, device)]
+    records = execute_group(RunGroup("Pendulum-v1", "+".join(variant for variant, _ in groups), tasks))
     assert all(record["status"] == "ok" for record in records), [record.get("traceback") for record in records]
 
 
@@ -58,13 +60,69 @@ def assert_same_run(folder_a, folder_b, variant: str, seed: int) -> None:
         assert th.equal(state_a[key], state_b[key]), key
 
 
+CUDA = pytest.mark.skipif(not th.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
 @pytest.mark.parametrize("variant", ["td3", "no_deterministic_policy"])
-def test_a_runs_record_is_the_same_alone_and_in_a_group(tmp_path, variant):
+def test_a_runs_record_is_the_same_alone_and_in_a_group(tmp_path, variant, device):
     th.set_num_threads(1)
     alone, grouped = tmp_path / "alone", tmp_path / "grouped"
-    _run(alone, [(variant, [0])])
-    _run(grouped, [(variant, [1, 0, 2])])  # seed 0 in the middle of a group of three
+    _run(alone, [(variant, [0])], device)
+    _run(grouped, [(variant, [1, 0, 2])], device)  # seed 0 in the middle of a group of three
     assert_same_run(alone, grouped, variant, 0)
     # and the other agents of the group are runs of their own seeds
     first, second = (read_run(run_path(grouped, "Pendulum-v1", variant, seed)) for seed in (1, 2))
     assert first["evaluations"]["mean_return"] != second["evaluations"]["mean_return"]
+
+
+# a 2^2 factorial of two switches an agent may have on its own, and the third one
+FACTORIAL = ["td3", "no_clipped_double_q", "no_target_networks", "no_target_networks+no_clipped_double_q"]
+
+
+def test_runs_of_several_variants_in_one_group_give_the_records_of_per_variant_groups(tmp_path):
+    th.set_num_threads(1)
+    mixed, separate = tmp_path / "mixed", tmp_path / "separate"
+    # the factorial x 2 seeds and a run without target policy smoothing, in one group, variants interleaved
+    _run(mixed, [(variant, [seed]) for seed in (1, 0) for variant in reversed(FACTORIAL)])
+    _run(mixed / "smoothing", [("no_target_networks", [0]), ("no_target_policy_smoothing", [0]), ("td3", [1])])
+    # the same cells in per-variant groups, and TD3 alone
+    _run(separate, [("td3", [0])])
+    _run(separate / "td3", [("td3", [1])])
+    for variant in FACTORIAL[1:]:
+        _run(separate, [(variant, [0, 1])])
+    _run(separate, [("no_target_policy_smoothing", [0])])
+    for variant in FACTORIAL:
+        for seed in (0, 1):
+            assert_same_run(mixed, separate / "td3" if (variant, seed) == ("td3", 1) else separate, variant, seed)
+    for variant, seed in (("no_target_networks", 0), ("no_target_policy_smoothing", 0)):
+        assert_same_run(mixed / "smoothing", separate, variant, seed)
+    assert_same_run(mixed / "smoothing", separate / "td3", "td3", 1)
+    # (a mixed group's checkpoints are its own: named by its runs)
+    records = read_run(run_path(mixed, "Pendulum-v1", "no_clipped_double_q", 0))
+    assert records["group_size"] == 8 and "twin_q_gap" not in records["diagnostics"]
+
+
+def test_groups_mix_only_variants_an_agent_can_have_and_hold_at_most_group_size_runs(tmp_path):
+    config = StudyConfig(**SETTINGS, seeds=3, variants=["factorial:clipped_double_q,replay_buffer"], out=str(tmp_path))
+    config.engine, config.group_size = "batched", 4
+    variants = config.variant_objects
+    groups = make_groups(make_tasks(config, variants, resolve_hyperparams(config, variants)))
+    # replay_buffer shapes the whole group: 6 runs with a buffer and 6 without, each in groups of at most 4
+    assert [len(group.runs) for group in groups] == [4, 2, 4, 2]
+    for group in groups:
+        assert len({task.switches["replay_buffer"] for task in group.runs}) == 1
+    assert groups[0].variant == "td3+no_clipped_double_q"
+    # without a group size: one group per variant, as before
+    config.group_size = None
+    assert len(make_groups(make_tasks(config, variants, resolve_hyperparams(config, variants)))) == 4
+
+
+def test_agents_that_differ_in_a_switch_of_the_whole_group_are_refused_in_one_line():
+    env = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
+    switches = [{"replay_buffer": True}, {"replay_buffer": False}]
+    with pytest.raises(ValueError, match=r"agents must share replay_buffer \(only clipped_double_q, ") as error:
+        BatchedTD3("MlpPolicy", env, agent_switches=switches, learning_starts=10)
+    assert "\n" not in str(error.value)
+    with pytest.raises(StudyError, match="group_size is for the batched engine"):
+        StudyConfig(**SETTINGS, seeds=2, variants=["td3"], out="unused", group_size=2)

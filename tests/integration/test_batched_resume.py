@@ -19,7 +19,6 @@ from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.run.batched import RunGroup, execute_group, group_checkpoints, make_groups
-from sb3_ablation.study.store.checkpoints import RunCheckpoints
 from sb3_ablation.study.store.runs import model_path, read_run, run_path
 
 COMMITTED_RECORD = Path(__file__).resolve().parents[2] / "docs/studies/pendulum-factorial/runs/Pendulum-v1/td3/seed_0.json.gz"
@@ -41,10 +40,15 @@ SETTINGS = dict(
 )  # fmt: skip
 
 
-def _study_command(out) -> list[str]:
-    """The study of SETTINGS (variant td3) on the command line, one worker process."""
+# a mixed group: three variants in one BatchedTD3 (--group-size)
+MIXED = ["td3", "no_clipped_double_q", "no_target_networks"]
+
+
+def _study_command(out, variants: list[str] | None = None) -> list[str]:
+    """The study of SETTINGS (variant td3, or ``variants`` in one mixed group) on the command line, one worker."""
+    mixed = [*variants, "--group-size", str(2 * len(variants))] if variants else ["td3"]
     return [
-        sys.executable, "-m", "sb3_ablation", "study", "--env", "Pendulum-v1", "--variants", "td3", "--seeds", "2",
+        sys.executable, "-m", "sb3_ablation", "study", "--env", "Pendulum-v1", "--variants", *mixed, "--seeds", "2",
         "--engine", "batched", "--n-timesteps", "400", "--eval-freq", "200", "--eval-episodes", "2",
         "--eval-max-episode-steps", "50", "--checkpoint-freq", "150", "--workers", "1", "--no-progress",
         "--keep-models", "--out", str(out), "--hyperparams", *[f"{key}:{value!r}" for key, value in HYPERPARAMS.items()],
@@ -55,6 +59,18 @@ def _group(out, variant: str, **hyperparams) -> RunGroup:
     """The group of SETTINGS for ``variant``, recording into ``out``, as the study hands it to a worker."""
     settings = {**SETTINGS, "hyperparams": {**HYPERPARAMS, **hyperparams}}
     config = StudyConfig(**settings, variants=[variant], out=str(out), engine="batched", keep_models=True)
+    variants = config.variant_objects
+    tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))
+    for task in tasks:
+        task.record = str(run_path(out, task.env, task.variant, task.seed).resolve())
+    (group,) = make_groups(tasks)
+    return group
+
+
+def _mixed_group(out) -> RunGroup:
+    """The group of SETTINGS for the MIXED variants, as the study with --group-size hands it to a worker."""
+    config = StudyConfig(**SETTINGS, variants=MIXED, out=str(out), engine="batched", keep_models=True)
+    config.group_size = 2 * len(MIXED)
     variants = config.variant_objects
     tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))
     for task in tasks:
@@ -89,34 +105,41 @@ def assert_same_group(out, reference, variant: str, resumed_from: int):
     assert first["evaluations"]["mean_return"] != second["evaluations"]["mean_return"]
 
 
-def test_killed_batched_group_resumes_to_exactly_the_uninterrupted_result(tmp_path):
+@pytest.mark.parametrize("mixed", [False, True], ids=["one-variant", "mixed"])
+def test_killed_batched_group_resumes_to_exactly_the_uninterrupted_result(tmp_path, mixed):
     # the uninterrupted group: what the study's worker runs, here in this process
     reference = tmp_path / "whole"
-    assert [record["status"] for record in execute_group(_group(reference, "td3"))] == ["ok", "ok"]
-    assert not group_checkpoints(_group(reference, "td3").runs).folder.exists()  # removed once done
+    group = _mixed_group(reference) if mixed else _group(reference, "td3")
+    assert [record["status"] for record in execute_group(group)] == ["ok"] * len(group.runs)
+    assert not group_checkpoints(group.runs).folder.exists()  # removed once done
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     out = tmp_path / "killed"
-    driver = subprocess.Popen(_study_command(out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    checkpoints = RunCheckpoints(run_path(out, "Pendulum-v1", "td3", 0).with_name("seeds_0_1"))
-    deadline = time.time() + 120
+    command = _study_command(out, MIXED if mixed else None)
+    driver = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    checkpoints = group_checkpoints((_mixed_group(out) if mixed else _group(out, "td3")).runs)
+    assert checkpoints is not None
+    deadline = time.time() + 300  # (a mixed group builds six runs first: slow on a loaded machine)
     while checkpoints.latest() is None and driver.poll() is None and time.time() < deadline:
         time.sleep(0.02)
     pointer = json.loads(checkpoints.pointer.read_text())
     os.kill(pointer["pid"], signal.SIGKILL)  # the worker process, mid-group
     assert 150 <= pointer["timesteps"] < 400 and pointer["timesteps"] % 200 != 0  # per agent, mid-episode
-    _, stderr = driver.communicate(timeout=120)
+    _, stderr = driver.communicate(timeout=300)
     assert driver.returncode == 1, stderr
-    for seed in SETTINGS["seeds"]:
-        killed = read_run(run_path(out, "Pendulum-v1", "td3", seed))
-        assert killed["status"] == "failed" and "died" in killed["error"]
+    variants = MIXED if mixed else ["td3"]
+    for variant in variants:
+        for seed in SETTINGS["seeds"]:
+            killed = read_run(run_path(out, "Pendulum-v1", variant, seed))
+            assert killed["status"] == "failed" and "died" in killed["error"]
     assert checkpoints.latest() is not None
 
-    rerun = subprocess.run(_study_command(out), env=env, capture_output=True, text=True)
+    rerun = subprocess.run(command, env=env, capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr
-    assert "2 runs to do in 1 batched groups" in rerun.stdout
+    assert f"{2 * len(variants)} runs to do in 1 batched groups" in rerun.stdout
     assert not checkpoints.folder.exists()  # removed once the group is done
-    assert_same_group(out, reference, "td3", resumed_from=pointer["timesteps"])
+    for variant in variants:
+        assert_same_group(out, reference, variant, resumed_from=pointer["timesteps"])
 
 
 @pytest.fixture

@@ -63,6 +63,8 @@ class StudyConfig:
         run resumes there (0: never; a batched group: every this many steps of each agent)
     :param engine: ``process`` (each run in its own process) or ``batched`` (the seeds of one env and variant trained
         together in one process, :mod:`sb3_ablation.study.run.batched`)
+    :param group_size: the batched engine's most runs per group, variants mixed where they differ only in switches
+        an agent may have on its own (``None``: one group per env and variant); a run's record is the same in any group
     :param analysis: the analysis plan of the report (see
         :class:`~sb3_ablation.study.plan.analysis_plan.AnalysisPlan`; empty: the defaults)
     :param progress: show a progress bar
@@ -100,6 +102,7 @@ class StudyConfig:
     device: str = "cpu"
     checkpoint_freq: int = DEFAULT_CHECKPOINT_FREQ
     engine: str = "process"
+    group_size: int | None = None
     analysis: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
     tensorboard_log: str | None = None
@@ -136,6 +139,9 @@ class StudyConfig:
         if self.engine == "batched" and any(variant.is_reference for variant in self.variant_objects):
             reference = [variant.name for variant in self.variant_objects if variant.is_reference]
             raise StudyError(f"the batched engine runs AblatableTD3 variants only, not {', '.join(reference)}")
+        _check_positive_int("group_size", self.group_size, optional=True)
+        if self.group_size is not None and self.engine != "batched":
+            raise StudyError(f"group_size is for the batched engine; got engine {self.engine!r} (add --engine batched)")
         if self.address and self.backend != "ray":
             raise StudyError("--address is for the ray backend; add --backend ray")
         if not isinstance(self.hyperparams, dict):
@@ -438,6 +444,7 @@ def make_tasks(config: StudyConfig, variants: list[Variant], resolved: ResolvedH
             eval_max_episode_steps=config.eval_max_episode_steps,
             device=config.device,
             checkpoint_freq=config.checkpoint_freq,
+            group_size=config.group_size,
             keep_model=config.keep_models,
             tensorboard_log=(
                 str(Path(config.tensorboard_log) / variant.name / f"seed_{seed}") if config.tensorboard_log else None

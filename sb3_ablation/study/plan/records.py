@@ -54,6 +54,8 @@ class RunTask(RunSettings):
     :param keep_model: save the final model next to the record (``seed_<k>.zip``)
     :param plan_digest: the digest of the study's plan in force (:mod:`~sb3_ablation.study.plan.digest`), written into
         the record (``None``: the study declares no plan)
+    :param group_size: the batched engine's most runs per group, variants mixed (``None``: one group per env and
+        variant)
     """
 
     eval_max_episode_steps: int | None = None
@@ -64,6 +66,7 @@ class RunTask(RunSettings):
     eval_envs: int | None = None
     keep_model: bool = False
     plan_digest: str | None = None
+    group_size: int | None = None
 
 
 class _Unset:

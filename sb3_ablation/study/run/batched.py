@@ -1,13 +1,14 @@
-"""The batched engine: the runs of one (env, variant), all its seeds, trained together in one process by BatchedTD3.
+"""The batched engine: the runs of one (env, variant), all its seeds (or with a group size, runs of mixed variants),
+trained together in one process by BatchedTD3.
 
 Each run k is first built as the process engine builds it (rl_zoo3's experiment for its seed: hyperparameters, env,
 action noise, initial weights), then the K models become one :class:`~sb3_ablation.batched.BatchedTD3` (env k, agent
 k's initial weights and its random number streams are run k's: the process's streams as run k leaves them after
 being built, where the process engine starts learning). An agent's record is therefore the same in a group of any
-size (a function of its configuration and seed). Every agent is evaluated with the study's protocol on its own evaluation env
-(:class:`~sb3_ablation.study.run.evaluation.OverestimationEvalCallback`, on run k's model holding agent k's weights), and
-gets its own record, final model and status: an agent whose evaluation fails (e.g. NaN weights) is recorded as failed
-while the others go on.
+size (a function of its configuration and seed). Every agent is evaluated with the study's protocol on its own
+evaluation env (:class:`~sb3_ablation.study.run.evaluation.OverestimationEvalCallback`, on run k's model holding
+agent k's weights), and gets its own record, final model and status: an agent whose evaluation fails (e.g. NaN
+weights) is recorded as failed while the others go on.
 
 A group is checkpointed as a run of the process engine is
 (:class:`~sb3_ablation.study.run.checkpointing.RunCheckpointCallback`, every ``checkpoint_freq`` steps of each agent,
@@ -21,7 +22,10 @@ an uninterrupted one; the checkpoints are removed once the group is done.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import io
+import json
 import time
 import traceback
 from collections import defaultdict
@@ -35,6 +39,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import set_random_seed
 
 from sb3_ablation.batched import BatchedTD3
+from sb3_ablation.batched.batched_td3 import MIXABLE_SWITCHES
 from sb3_ablation.batched.streams import AgentStream
 from sb3_ablation.study.plan.records import RunTask, failed_record
 from sb3_ablation.study.run.checkpointing import add_checkpointer, try_resume
@@ -51,15 +56,44 @@ ENGINE = "batched"
 
 @dataclass
 class RunGroup:
-    """The runs of one (env, variant) that one process trains together: the batched engine's unit of work."""
+    """
+    The runs that one process trains together, the batched engine's unit of work: the seeds of one (env, variant), or
+    with a group size, up to that many runs of one env whose variants differ only in switches an agent may have on its
+    own (:data:`~sb3_ablation.batched.batched_td3.MIXABLE_SWITCHES`).
+
+    :param env: the env id
+    :param variant: the variant's name (a mixed group: its variants' names joined by ``+``)
+    :param runs: the runs
+    """
 
     env: str
     variant: str
     runs: list[RunTask]
 
 
+def _mixing_key(task: RunTask) -> str:
+    """What the runs of one group share: everything of a task but its variant, seed, record and mixable switches."""
+    settings = dataclasses.asdict(task)
+    for name in ("variant", "seed", "record", "tensorboard_log", "switches"):
+        settings.pop(name)
+    settings["hyperparams"] = {key: value for key, value in settings["hyperparams"].items() if key not in MIXABLE_SWITCHES}
+    settings["fixed_switches"] = {name: value for name, value in task.switches.items() if name not in MIXABLE_SWITCHES}
+    return json.dumps(settings, sort_keys=True, default=repr)
+
+
 def make_groups(tasks: list[RunTask]) -> list[RunGroup]:
-    """The tasks grouped by (env, variant), in order of first appearance: one group is one process's work."""
+    """
+    The tasks grouped, in order of first appearance, one group per process: by (env, variant) when the tasks have no
+    ``group_size`` (the default); else runs that can share a BatchedTD3 (:func:`_mixing_key`), variants mixed, at most
+    ``group_size`` per group. A run's record does not depend on its group.
+    """
+    if tasks and tasks[0].group_size is not None:
+        size = tasks[0].group_size
+        mixable: dict[str, list[RunTask]] = defaultdict(list)
+        for task in tasks:
+            mixable[_mixing_key(task)].append(task)
+        chunks = [runs[start : start + size] for runs in mixable.values() for start in range(0, len(runs), size)]
+        return [RunGroup(runs[0].env, "+".join(dict.fromkeys(task.variant for task in runs)), runs) for runs in chunks]
     groups: dict[tuple[str, str], list[RunTask]] = defaultdict(list)
     for task in tasks:
         groups[(task.env, task.variant)].append(task)
@@ -69,10 +103,14 @@ def make_groups(tasks: list[RunTask]) -> list[RunGroup]:
 def group_checkpoints(tasks: list[RunTask]) -> RunCheckpoints | None:
     """
     The checkpoints of a group: ``seeds_<k>_<l>....checkpoint/`` next to its records (named by its seeds, so that a
-    group of other seeds never resumes from them), or ``None`` when its runs have no record files.
+    group of other seeds never resumes from them), or ``None`` when its runs have no record files. A group of several
+    variants: ``group_<hash of its variants and seeds>.checkpoint/`` next to its first run's record.
     """
     if not tasks[0].record:
         return None
+    if len({task.variant for task in tasks}) > 1:
+        runs = ",".join(f"{task.variant}:{task.seed}" for task in tasks)
+        return RunCheckpoints(Path(tasks[0].record).with_name(f"group_{hashlib.sha256(runs.encode()).hexdigest()[:16]}"))
     seeds = "_".join(str(task.seed) for task in tasks)
     return RunCheckpoints(Path(tasks[0].record).with_name(f"seeds_{seeds}"))
 
@@ -242,18 +280,29 @@ class BuiltGroup:
     wall_time_before: float = 0.0
 
 
+def _shared(hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """The resolved hyperparameters of a task that the agents of a group share: all but the mixable switches."""
+    return {key: value for key, value in hyperparams.items() if key not in MIXABLE_SWITCHES}
+
+
 def _build_group(tasks: list[RunTask], checkpoints: RunCheckpoints | None, run_warnings: RunWarnings) -> BuiltGroup:
     """The batched model of the group, from its last checkpoint when there is one it can resume, else fresh."""
 
     latest = checkpoints.latest() if checkpoints is not None else None
     for attempt in (latest, None) if latest is not None else (None,):
-        agents, managers, schedules, evaluators, streams = [], [], [], [], []
+        agents: list[Any] = []
+        managers: list[Any] = []
+        schedules: list[RunSchedule] = []
+        evaluators: list[OverestimationEvalCallback] = []
+        streams: list[AgentStream] = []
         for task in tasks:
             set_random_seed(task.seed)  # as the process engine does before building run k
             manager = make_manager(task)
             model, _ = manager.setup_experiment()
             if manager.callbacks or manager.normalize:
                 raise ValueError("the batched engine runs no zoo callback: entries and no normalize: True")
+            if _shared(task.hyperparams) != _shared(tasks[0].hyperparams):
+                raise ValueError(f"the runs of a batched group need the same hyperparameters; {task.variant}'s differ")
             schedule = RunSchedule.of(task, manager, model.gamma)
             agents.append(model)
             managers.append(manager)

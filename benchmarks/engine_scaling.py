@@ -1,0 +1,182 @@
+"""
+Agent-steps per second of the batched engine for K agents of mixed variants (Pendulum-v1, [64, 64]): one BatchedTD3
+holding all K (a mixed group, ``--group-size``) against the same K agents in per-variant groups (one BatchedTD3 per
+variant, trained one after another, as the default grouping does), and SB3's TD3 (one agent) as the reference.
+
+The K agents cycle through the 8 cells of the switches an agent may have on its own (clipped_double_q x
+target_networks x target_policy_smoothing). Each setting is timed for ``--steps`` steps of each agent after its
+``learning_starts`` (not timed; on the CPU in process CPU time, one thread, on a GPU in wall time), ``--repeats``
+times, settings interleaved; the medians, minima and maxima are printed (and written with ``--json``).
+
+    OMP_NUM_THREADS=1 python benchmarks/engine_scaling.py --agents 1 10 64 --steps 100 --repeats 3 \
+        --json benchmarks/results/engine_scaling_cpu.json
+    python benchmarks/engine_scaling.py --device cuda --agents 1 10 64 640 --factorial-steps 5000 \
+        --json benchmarks/results/engine_scaling_cuda.json       # see benchmarks/gpu_check.sh
+
+With ``--factorial-steps N`` it also reports the wall time of the whole 2^6 x 10-seed Pendulum factorial (N steps
+per run) trained by the study runner with ``--engine batched --group-size 640`` (one worker: one process at a
+time), meant for a GPU.
+"""
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch as th
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source checkout without installing
+
+from stable_baselines3 import TD3
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.noise import NormalActionNoise
+
+from sb3_ablation.batched import BatchedTD3
+from sb3_ablation.batched.batched_td3 import MIXABLE_SWITCHES
+
+LEARNING_STARTS = 100
+SETTINGS = dict(learning_starts=LEARNING_STARTS, batch_size=256, policy_kwargs=dict(net_arch=[64, 64]))
+#: the 8 cells of the mixable switches, TD3 first
+CELLS = [
+    dict(zip(MIXABLE_SWITCHES, (bool(index & 1 == 0), bool(index & 2 == 0), bool(index & 4 == 0)), strict=True))
+    for index in range(8)
+]
+
+
+def _noise() -> NormalActionNoise:
+    return NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))
+
+
+def _batched(switches: list[dict[str, bool]], device: str, mixed: bool) -> BatchedTD3:
+    env = make_vec_env("Pendulum-v1", n_envs=len(switches), seed=0)
+    if mixed:
+        return BatchedTD3("MlpPolicy", env, agent_switches=switches, seed=0, device=device, action_noise=_noise(), **SETTINGS)
+    return BatchedTD3("MlpPolicy", env, seed=0, device=device, action_noise=_noise(), **switches[0], **SETTINGS)
+
+
+def _timed_learn(model, steps: int) -> float:
+    """
+    Seconds of ``steps`` steps of each agent after ``learning_starts`` (the warm-up is not timed): the process's CPU
+    time on the CPU (one thread: stable on a machine shared with other jobs), wall time on a GPU.
+    """
+    model.learn(LEARNING_STARTS + 1)
+    on_cpu = model.device.type == "cpu"
+    clock = time.process_time if on_cpu else time.perf_counter
+    if not on_cpu:
+        th.cuda.synchronize()
+    started = clock()
+    model.learn(steps, reset_num_timesteps=False)
+    if not on_cpu:
+        th.cuda.synchronize()
+    return clock() - started
+
+
+def agent_steps_per_second(n_agents: int, steps: int, device: str, mixed: bool) -> float:
+    """Agent-steps per second of ``n_agents`` agents cycling through CELLS: one mixed group, or per-variant groups."""
+    switches = [CELLS[agent % len(CELLS)] for agent in range(n_agents)]
+    if mixed:
+        return n_agents * steps / _timed_learn(_batched(switches, device, mixed=True), steps)
+    elapsed = 0.0
+    for cell in CELLS:
+        members = [agent_switches for agent_switches in switches if agent_switches == cell]
+        if members:
+            elapsed += _timed_learn(_batched(members, device, mixed=False), steps)
+    return n_agents * steps / elapsed
+
+
+def sb3_steps_per_second(steps: int, device: str) -> float:
+    """Steps per second of SB3's TD3 with the same settings (one agent)."""
+    model = TD3("MlpPolicy", "Pendulum-v1", seed=0, device=device, action_noise=_noise(), **SETTINGS)
+    return steps / _timed_learn(model, steps)
+
+
+def factorial_wall_time(steps: int, device: str) -> float:
+    """Seconds of the 2^6 x 10-seed Pendulum factorial, ``steps`` steps per run, batched engine, groups of 640."""
+    from sb3_ablation.study.plan.config import StudyConfig
+    from sb3_ablation.study.run.runner import run_study
+
+    with tempfile.TemporaryDirectory() as out:
+        config = StudyConfig(
+            envs=["Pendulum-v1"], variants=["factorial"], seeds=10, out=out, n_timesteps=steps, eval_freq=steps,
+            eval_episodes=2, hyperparams={"policy_kwargs": "dict(net_arch=[64, 64])"}, workers=1, device=device,
+            engine="batched", group_size=640, progress=False, checkpoint_freq=0,
+        )  # fmt: skip
+        started = time.perf_counter()
+        result = run_study(config, log=lambda _: None)
+        elapsed = time.perf_counter() - started
+    if result.ok != 640:
+        raise RuntimeError(f"{640 - result.ok} runs failed: {result.failed}")
+    return elapsed
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"median": float(np.median(values)), "min": min(values), "max": max(values), "all": values}
+
+
+def _cpu_model() -> str:
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return platform.processor() or platform.machine()
+    return next((line.split(":", 1)[1].strip() for line in lscpu.splitlines() if line.startswith("Model name")), "")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--agents", type=int, nargs="+", default=[1, 10, 64, 640], help="the values of K")
+    parser.add_argument("--steps", type=int, default=200, help="timed steps of each agent")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--factorial-steps", type=int, help="also time the 2^6 x 10-seed factorial, this many steps")
+    parser.add_argument("--json", help="write the results to this JSON file")
+    args = parser.parse_args()
+    if args.device == "cpu":
+        th.set_num_threads(1)
+    rates: dict[str, dict[str, list[float]]] = {str(k): {"per_variant": [], "mixed": []} for k in args.agents}
+    sb3: list[float] = []
+    for _ in range(args.repeats):
+        sb3.append(sb3_steps_per_second(args.steps, args.device))
+        for n_agents in args.agents:
+            for mixed in (False, True):
+                rate = agent_steps_per_second(n_agents, args.steps, args.device, mixed)
+                rates[str(n_agents)]["mixed" if mixed else "per_variant"].append(rate)
+    result: dict = {
+        "command": " ".join(sys.argv),
+        "device": args.device if args.device == "cpu" else th.cuda.get_device_name(),
+        "cpu": _cpu_model(),
+        "threads": th.get_num_threads(),
+        "torch": th.__version__,
+        "steps": args.steps,
+        "repeats": args.repeats,
+        "sb3_td3_steps_per_s": _summary(sb3),
+        "agent_steps_per_s": {},
+    }
+    print(f"{result['device']} ({result['cpu']}), agent-steps/s, median [min, max] of {args.repeats}")
+    print(f"SB3 TD3 (one agent): {result['sb3_td3_steps_per_s']['median']:.0f} [{min(sb3):.0f}, {max(sb3):.0f}]")
+    for n_agents, by_setting in rates.items():
+        summary = {setting: _summary(values) for setting, values in by_setting.items()}
+        ratios = [
+            mixed / per_variant for mixed, per_variant in zip(by_setting["mixed"], by_setting["per_variant"], strict=True)
+        ]
+        summary["mixed_over_per_variant"] = _summary(ratios)
+        result["agent_steps_per_s"][n_agents] = summary
+        line = ", ".join(
+            f"{setting} {summary[setting]['median']:.0f} [{summary[setting]['min']:.0f}, {summary[setting]['max']:.0f}]"
+            for setting in ("per_variant", "mixed")
+        )
+        print(f"K={n_agents}: {line}; mixed / per-variant {summary['mixed_over_per_variant']['median']:.2f}")
+    if args.factorial_steps:
+        seconds = factorial_wall_time(args.factorial_steps, args.device)
+        result["factorial_2x6_10_seeds"] = {"steps_per_run": args.factorial_steps, "wall_time_s": seconds}
+        print(f"2^6 x 10 seeds, {args.factorial_steps} steps per run: {seconds:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
