@@ -14,6 +14,7 @@ the shift for the variant, minus a drop of Uniform(10, 30) SDs on a seed where t
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import sys
@@ -27,6 +28,12 @@ import numpy as np
 from scipy import stats
 
 from sb3_ablation.study.analyse import family_verdicts, paired_methods, paired_tests
+from sb3_ablation.study.analyse.effects import per_seed_effects
+from sb3_ablation.study.analyse.family_verdicts import DIFFERS, EQUIVALENT, UNRESOLVED
+from sb3_ablation.study.analyse.inference import compare_family
+from sb3_ablation.study.plan import analysis_plan
+from sb3_ablation.study.plan.designs import Design, effect_words, full_factorial, half_fraction
+from sb3_ablation.switches import SWITCHES
 
 ALPHA = 0.05
 #: the variant's shift in the power scenarios, in SDs of the clean per-seed differences (variant worse)
@@ -204,6 +211,488 @@ def _check_verdicts(p_differs: np.ndarray, p_equivalent: np.ndarray, equivalent:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
+# Scenarios that look like the studies: six variants sharing one TD3 arm, failures in the variant only, Hopper's
+# bimodal returns with a floor, and null factorials read through the factorial pipeline
+# ----------------------------------------------------------------------------------------------------------------------
+
+#: seeds per arm in the studies (the sequential calibration runs the families' scenarios at looks of 10 and 20 seeds)
+STUDY_NS = (10,)
+#: a leave-one-out study's family: six variants, each compared with the one TD3 arm they share
+FAMILY = 6
+#: (test, equivalence test) pairs as the plan names them; the plan's defaults are among them
+PAIRS = (
+    ("t", "t"),
+    ("wilcoxon", "wilcoxon"),
+    (analysis_plan.DEFAULT_TEST, analysis_plan.DEFAULT_EQUIVALENCE_TEST),
+    ("signflip", "signflip"),
+    ("signflip_trimmed", "signflip_trimmed"),
+)
+HOPPER = Path(__file__).resolve().parent.parent / "docs" / "studies" / "hopper-half-fraction"
+#: the Hopper fraction's declared margin and "did not learn" threshold (its study.json), in return units
+HOPPER_MARGIN = 100.0
+HOPPER_FLOOR = 100.0
+#: SD of the noise added to a resampled Hopper return (a smoothed bootstrap), far below the margin
+HOPPER_JITTER = 1.0
+#: components whose switches decide whether Hopper learns at all in the fraction (the learning region: both on)
+LEARNING_SWITCHES = ("replay_buffer", "target_networks")
+
+
+@cache
+def hopper_returns() -> dict[str, object]:
+    """
+    The Hopper half fraction's final-window returns (the plan's primary outcome: the mean of the evaluations at or
+    after 90% of training, as ``outcomes.run_outcome``), split at the failure threshold, and the failure rates of its
+    cells by the two switches that decide learning.
+    """
+    rows = list(csv.DictReader((HOPPER / "evaluations.csv").open()))
+    last = max(int(r["timesteps"]) for r in rows)
+    runs: dict[tuple[str, str], list[float]] = {}
+    switches: dict[str, dict[str, bool]] = {}
+    for r in rows:
+        if int(r["timesteps"]) >= (1 - 0.1) * last:
+            runs.setdefault((r["variant"], r["seed"]), []).append(float(r["mean_return"]))
+        switches[r["variant"]] = {s: r[s] == "True" for s in LEARNING_SWITCHES}
+    final = {key: float(np.mean(v)) for key, v in runs.items()}
+    values = np.array(list(final.values()))
+    rates = {}
+    for replay, target in ((True, True), (True, False), (False, True), (False, False)):
+        cell = [
+            x
+            for (variant, _), x in final.items()
+            if switches[variant] == dict(zip(LEARNING_SWITCHES, (replay, target), strict=True))
+        ]
+        rates[(replay, target)] = float(np.mean(np.array(cell) < HOPPER_FLOOR))
+    learned, failed = values[values >= HOPPER_FLOOR], values[values < HOPPER_FLOOR]
+    return {
+        "learned": np.sort(learned), "failed": np.sort(failed), "rates": rates, "runs": len(values),
+        "failures": len(failed),
+    }  # fmt: skip
+
+
+def hopper_margin_rate() -> float:
+    """The variant-only failure rate whose loss of mean return equals the margin: margin / (learned - failed means)."""
+    h = hopper_returns()
+    return HOPPER_MARGIN / float(np.mean(h["learned"]) - np.mean(h["failed"]))
+
+
+@dataclass(frozen=True)
+class StudyScenario:
+    """
+    :param name: short label
+    :param design: ``family`` (six variants against one shared TD3 arm), ``2^6`` or ``2^(6-1)`` (a factorial)
+    :param returns: ``normal`` (SD units as above) or ``hopper`` (the fraction's returns, resampled)
+    :param error: which verdict is an error here: ``differs`` (a null: any ``differs`` of a null comparison),
+        ``equivalent`` (any ``equivalent`` of a comparison at or beyond the margin) or ``power`` (none: a shift)
+    :param shift: the variants' shift on runs that learn (SD units or return)
+    :param fail_baseline: failure rate of the TD3 arm (family) or of every cell (factorial, normal returns)
+    :param fail_variant: failure rate of the variants (family)
+    :param floors: factorial with Hopper returns: each cell fails at the fraction's rate for its replay buffer and
+        target networks switches, and the four other components have no effect (the null components)
+    :param region_effect: factorial: removing delayed_policy_update changes the return of runs that learn, in the
+        learning region only (replay buffer and target networks on), by this much (the region's effect at the margin)
+    """
+
+    name: str
+    design: str
+    returns: str
+    error: str
+    shift: float = 0.0
+    fail_baseline: float = 0.0
+    fail_variant: float = 0.0
+    floors: bool = False
+    region_effect: float = 0.0
+
+    @property
+    def margin(self) -> float:
+        return HOPPER_MARGIN if self.returns == "hopper" else MARGIN
+
+
+def study_scenarios() -> list[StudyScenario]:
+    """The scenarios of the studies' shape (family, variant-only failures, Hopper's floor, null factorials)."""
+    rate = hopper_returns()["rates"][(True, False)]
+    at_margin = hopper_margin_rate()
+    return [
+        StudyScenario("shared TD3 arm, normal, null", "family", "normal", "differs"),
+        StudyScenario("shared TD3 arm, normal, at the margin", "family", "normal", "equivalent", shift=-MARGIN),
+        StudyScenario(f"shared TD3 arm, normal, shift {SHIFT:+.0f} SD", "family", "normal", "power", shift=SHIFT),
+        StudyScenario(
+            "shared TD3 arm, failures 5% variant only (mean at the margin)",
+            "family",
+            "normal",
+            "equivalent",
+            fail_variant=0.05,
+        ),
+        StudyScenario("shared TD3 arm, failures 20% variant only", "family", "normal", "equivalent", fail_variant=0.2),
+        StudyScenario("Hopper returns, TD3-like cells, null", "family", "hopper", "differs"),
+        StudyScenario(
+            f"Hopper returns, floor {rate:.0%} both arms, null",
+            "family",
+            "hopper",
+            "differs",
+            fail_baseline=rate,
+            fail_variant=rate,
+        ),
+        StudyScenario(
+            f"Hopper returns, failures {at_margin:.0%} variant only (mean at the margin)",
+            "family",
+            "hopper",
+            "equivalent",
+            fail_variant=at_margin,
+        ),
+        StudyScenario("Hopper returns, failures 30% variant only", "family", "hopper", "equivalent", fail_variant=0.3),
+        StudyScenario(
+            f"Hopper returns, shift {-2 * HOPPER_MARGIN:+.0f} on runs that learn",
+            "family",
+            "hopper",
+            "power",
+            shift=-2 * HOPPER_MARGIN,
+        ),
+        StudyScenario("null 2^6, normal", "2^6", "normal", "differs"),
+        StudyScenario("null 2^(6-1), normal", "2^(6-1)", "normal", "differs"),
+        StudyScenario("null 2^(6-1), failures 20% every cell", "2^(6-1)", "normal", "differs", fail_baseline=0.2),
+        StudyScenario("2^6, Hopper floors, four null components", "2^6", "hopper", "differs", floors=True),
+        StudyScenario("2^(6-1), Hopper floors, four null components", "2^(6-1)", "hopper", "differs", floors=True),
+        StudyScenario(
+            "2^(6-1), Hopper floors, delayed_policy_update costs the margin where TD3 learns",
+            "2^(6-1)",
+            "hopper",
+            "equivalent",
+            floors=True,
+            region_effect=-HOPPER_MARGIN,
+        ),
+    ]
+
+
+def _runs(scenario: StudyScenario, rng: np.random.Generator, shape: tuple[int, ...], fail: float | np.ndarray) -> np.ndarray:
+    """Returns of independent runs: clean noise or a learned Hopper return, or a failure where a run fails."""
+    fails = rng.random(shape) < fail
+    if scenario.returns == "normal":
+        values = rng.standard_normal(shape) / math.sqrt(2)
+        return values - fails * rng.uniform(*DROP, shape)
+    h = hopper_returns()
+    learned, failed = h["learned"], h["failed"]
+    values = np.where(fails, rng.choice(failed, shape), rng.choice(learned, shape))
+    # a smoothed bootstrap: real returns never tie, resampled ones do (and ties send Wilcoxon to scipy, row by row)
+    return values + HOPPER_JITTER * rng.standard_normal(shape)
+
+
+def family_differences(scenario: StudyScenario, rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
+    """``(reps, FAMILY, n)`` per-seed differences of six variants against one TD3 arm they share."""
+    baseline = _runs(scenario, rng, (reps, 1, n), scenario.fail_baseline)
+    variants = _runs(scenario, rng, (reps, FAMILY, n), scenario.fail_variant)
+    if scenario.returns == "normal":
+        variants = variants + scenario.shift
+    else:  # the shift acts on the runs that learn (a failed run sits at the floor whatever the component)
+        variants = variants + scenario.shift * (variants >= HOPPER_FLOOR)
+    return variants - baseline
+
+
+def _design(scenario: StudyScenario) -> Design:
+    return full_factorial(SWITCHES) if scenario.design == "2^6" else half_fraction(SWITCHES)
+
+
+def factorial_values(scenario: StudyScenario, rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
+    """``(reps, cells, n)`` returns of every cell of the design on n seeds."""
+    design = _design(scenario)
+    shape = (reps, len(design.cells), n)
+    if not scenario.floors:
+        return _runs(scenario, rng, shape, scenario.fail_baseline)
+    rates = hopper_returns()["rates"]
+    keys = [tuple(cell[s] for s in LEARNING_SWITCHES) for cell in design.cells]
+    values = _runs(scenario, rng, shape, np.array([rates[k] for k in keys])[None, :, None])
+    if scenario.region_effect:
+        removed = np.array([all(k) and not cell["delayed_policy_update"] for k, cell in zip(keys, design.cells, strict=True)])
+        values = values + scenario.region_effect * (removed[None, :, None] & (values >= HOPPER_FLOOR))
+    return values
+
+
+def _family_rates(
+    d: np.ndarray, test: str, equivalence_test: str, margin: float, null: np.ndarray, check: int = 0
+) -> dict[str, float]:
+    """
+    The verdicts of ``(reps, m, n)`` families as the report decides them (``inference.compare_family``: the plan's
+    test for differs, its equivalence test for TOST, :func:`family_verdicts.decide_family` over the family).
+
+    :param null: ``(m,)`` which comparisons the error counts (the null ones for differs, those at or beyond the
+        margin for equivalent)
+    :param check: decide this many families with ``compare_family`` itself and require the same verdicts
+    :return: the share of families with a ``differs`` / ``equivalent`` among the ``null`` comparisons, and the share
+        of comparisons called ``differs`` / ``equivalent`` among them and among the others
+    """
+    reps, m, n = d.shape
+    flat = d.reshape(reps * m, n)
+    p_differs = paired_tests.paired_p_values(flat, test).reshape(reps, m)
+    p_equivalent = paired_tests.tost_p_value(flat, equivalence_test, margin).reshape(reps, m)
+    exclusive = test == equivalence_test
+    differs = np.zeros((reps, m), dtype=bool)
+    equivalent = np.zeros((reps, m), dtype=bool)
+    for r in range(reps):
+        results = [
+            paired_tests.PairedResult(test, n, 0.0, 0.0, 0.0, float(a), float(b))
+            for a, b in zip(p_differs[r], p_equivalent[r], strict=True)
+        ]
+        for j, verdict in enumerate(family_verdicts.decide_family(results, ALPHA, exclusive)):
+            differs[r, j] = verdict.verdict == family_verdicts.DIFFERS
+            equivalent[r, j] = verdict.verdict == family_verdicts.EQUIVALENT
+    for r in range(check):
+        names = [str(j) for j in range(m)]
+        report = compare_family(dict(zip(names, d[r], strict=True)), ALPHA, margin, 0.8, 2, test, 0, equivalence_test)
+        verdicts = [report[name].verdict for name in names]
+        expected = [DIFFERS if a else EQUIVALENT if b else UNRESOLVED for a, b in zip(differs[r], equivalent[r], strict=True)]
+        if verdicts != expected:
+            raise AssertionError(f"vectorised verdicts {expected} disagree with compare_family's {verdicts}")
+    return {
+        "any_differs": float(np.mean(differs[:, null].any(axis=1))),
+        "any_equivalent": float(np.mean(equivalent[:, null].any(axis=1))),
+        "differs": float(np.mean(differs[:, null])) if null.any() else math.nan,
+        "equivalent": float(np.mean(equivalent[:, null])) if null.any() else math.nan,
+        "differs_others": float(np.mean(differs[:, ~null])) if (~null).any() else math.nan,
+        "equivalent_others": float(np.mean(equivalent[:, ~null])) if (~null).any() else math.nan,
+    }
+
+
+def _conditional_effects(design: Design, values: np.ndarray, components: Sequence[str]) -> np.ndarray:
+    """
+    ``(reps, components, n)`` per-seed effects within the learning region (replay buffer and target networks on):
+    the mean of the region's cells with the component on minus those with it off.
+    """
+    region = np.array([all(cell[s] for s in LEARNING_SWITCHES) for cell in design.cells])
+    rows = []
+    for component in components:
+        on = region & np.array([cell[component] for cell in design.cells])
+        off = region & ~np.array([cell[component] for cell in design.cells])
+        rows.append(values[:, on].mean(axis=1) - values[:, off].mean(axis=1))
+    return np.stack(rows, axis=1)
+
+
+def evaluate_study(scenario: StudyScenario, n: int, reps: int, seed: int, index: int) -> dict[str, dict]:
+    """
+    Every (test, equivalence test) pair's error rates in one study-shaped scenario at n seeds.
+
+    :return: pair ``test/equivalence`` -> family -> rates (:func:`_family_rates`); the families are ``variants``
+        (a leave-one-out family), or ``main`` and ``two`` (a factorial's Yates effects) and ``conditional`` (the
+        effects within the learning region)
+    """
+    rng = np.random.default_rng(np.random.SeedSequence((seed, 1000 + index, n)))
+    families: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if scenario.design == "family":
+        families["variants"] = (family_differences(scenario, rng, reps, n), np.ones(FAMILY, dtype=bool))
+    else:
+        design = _design(scenario)
+        values = factorial_values(scenario, rng, reps, n)
+        words = effect_words(design.k, 2)
+        # (words, seeds) per replication, as factorial.analyse_outcome computes them
+        cells = values.transpose(1, 0, 2).reshape(len(design.cells), reps * n)
+        effects = per_seed_effects(design, cells, words).reshape(len(words), reps, n).transpose(1, 0, 2)
+        letter = {s: design.letters[design.factors.index(s)] for s in design.factors}
+        active = {letter[s] for s in LEARNING_SWITCHES} if scenario.floors else set()
+        null_word = np.array([not set(w) <= active if len(w) == 1 else set(w) != active for w in words])
+        if scenario.region_effect:  # delayed_policy_update's main effect is not null; the error is its equivalent
+            null_word = np.array([w == letter["delayed_policy_update"] for w in words])
+        for order, family in ((1, "main"), (2, "two")):
+            chosen = [i for i, w in enumerate(words) if len(w) == order]
+            families[family] = (effects[:, chosen], null_word[chosen])
+        if scenario.floors:
+            others = [s for s in design.factors if s not in LEARNING_SWITCHES]
+            nulls = np.array([s == "delayed_policy_update" for s in others] if scenario.region_effect else [True] * 4)
+            families["conditional"] = (_conditional_effects(design, values, others), nulls)
+    result: dict[str, dict] = {}
+    for test, equivalence_test in PAIRS:
+        result[f"{test}/{equivalence_test}"] = {
+            family: _family_rates(d, test, equivalence_test, scenario.margin, null, check=5 if index == 0 else 0)
+            for family, (d, null) in families.items()
+        }
+    return result
+
+
+def study_summary(cases: Sequence[StudyScenario], results: dict, reps: int) -> dict[str, dict]:
+    """
+    Each pair's largest error of each kind over the study-shaped scenarios, every n and family (the Yates main and
+    two-factor families of the region-effect scenario excepted: their ``equivalent`` answers another question), and the
+    verdicts it cannot give at level alpha (error above alpha + 2 Monte Carlo SE).
+    """
+    limit = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / reps)
+    summary = {}
+    for pair in results[cases[0].name][str(STUDY_NS[0])]:
+        worst = {"differs": (0.0, ""), "equivalent": (0.0, "")}
+        for scenario in cases:
+            if scenario.error == "power":
+                continue
+            for n in STUDY_NS:
+                for family, rates in results[scenario.name][str(n)][pair].items():
+                    if scenario.region_effect and family != "conditional":
+                        continue
+                    rate = rates[f"any_{scenario.error}"]
+                    if rate > worst[scenario.error][0]:
+                        worst[scenario.error] = (rate, f"{scenario.name}, n = {n}, {family}")
+        summary[pair] = {
+            "max_false_differs": worst["differs"][0],
+            "where_false_differs": worst["differs"][1],
+            "max_false_equivalent": worst["equivalent"][0],
+            "where_false_equivalent": worst["equivalent"][1],
+            "differs_ok": worst["differs"][0] <= limit,
+            "equivalent_ok": worst["equivalent"][0] <= limit,
+        }
+    return summary
+
+
+def _study_rows(cases: Sequence[StudyScenario], results: dict, pairs: Sequence[str], cell) -> list[str]:
+    lines = ["| scenario | n | family | " + " | ".join(pairs) + " |", "|---|---|---|" + "---:|" * len(pairs)]
+    for scenario in cases:
+        for n in STUDY_NS:
+            row = results[scenario.name][str(n)]
+            for family in row[pairs[0]]:
+                cells = [cell(scenario, family, row[pair][family]) for pair in pairs]
+                if all(c is None for c in cells):
+                    continue
+                lines.append(f"| {scenario.name} | {n} | {family} | " + " | ".join(c or "" for c in cells) + " |")
+    return lines
+
+
+def study_markdown(report: dict) -> list[str]:
+    """The section of calibration.md on the scenarios that look like the studies."""
+    study = report["study_like"]
+    cases = study_scenarios()
+    results, reps = study["results"], study["reps"]
+    limit = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / reps)
+    pairs = list(study["summary"])
+    default = f"{analysis_plan.DEFAULT_TEST}/{analysis_plan.DEFAULT_EQUIVALENCE_TEST}"
+    h = hopper_returns()
+    rates = h["rates"]
+
+    def error(scenario: StudyScenario, family: str, rates: dict) -> str | None:
+        if scenario.error == "power" or (scenario.region_effect and family != "conditional"):
+            return None
+        value = rates[f"any_{scenario.error}"]
+        return _rate(value, value > limit)
+
+    def power(scenario: StudyScenario, family: str, rates: dict) -> str | None:
+        return _rate(rates["differs"]) if scenario.error == "power" else None
+
+    def equivalence_power(scenario: StudyScenario, family: str, rates: dict) -> str | None:
+        return _rate(rates["equivalent"]) if scenario.error == "differs" else None
+
+    def averaged(scenario: StudyScenario, family: str, rates: dict) -> str | None:
+        return _rate(rates["equivalent"]) if scenario.region_effect and family != "conditional" else None
+
+    lines = [
+        "## Scenarios that look like the studies",
+        "",
+        f"{reps} replications per cell, n = " + ", ".join(map(str, STUDY_NS)) + " seeds. Each (test, equivalence test) "
+        "pair is run as a plan names it and the report decides it: per-seed differences or per-seed Yates effects "
+        "(`effects.per_seed_effects`, as `factorial.analyse_outcome`) tested with `paired_tests.paired_p_values` and "
+        "`paired_tests.tost_p_value`, and each family decided by `family_verdicts.decide_family` (Shaffer when one test "
+        "makes both claims, Holm over the 2m hypotheses otherwise), as `inference.compare_family` does (the first "
+        "families of the first scenario are also decided by `compare_family` itself, and must agree). The plan's "
+        f"defaults are **{default}**.",
+        "",
+        "- **Shared TD3 arm**: a leave-one-out family, six variants compared with one TD3 arm, so the six comparisons "
+        "are correlated through the baseline. Normal returns in the SD units above (margin ±1), failures as above.",
+        f"- **Hopper returns**: a run's return is drawn from the Hopper half fraction's final-window returns "
+        f"(`docs/studies/hopper-half-fraction`, the mean of the evaluations from 90% of training): from its "
+        f"{len(h['failed'])} runs below the plan's threshold of {HOPPER_FLOOR:.0f} (median "
+        f"{np.median(h['failed']):.0f}) when the run fails, else from its {len(h['learned'])} runs that learned "
+        f"(median {np.median(h['learned']):.0f}, SD {np.std(h['learned']):.0f}), plus a normal jitter of SD "
+        f"{HOPPER_JITTER:g} (a smoothed bootstrap: real returns do not tie); margin ±{HOPPER_MARGIN:.0f} as "
+        f"declared. The fraction's failure rates: {rates[(True, True)]:.0%} with replay buffer and target networks "
+        f"on, {rates[(True, False)]:.0%} with replay on and target networks off, {rates[(False, True)]:.0%} and "
+        f"{rates[(False, False)]:.0%} without replay. A variant-only failure rate of {hopper_margin_rate():.1%} costs "
+        "the margin in mean return.",
+        "- **Factorials**: every cell of a 2^6 or a 2^(6-1) (I = ABCDEF, as the Hopper fraction) on n seeds; main "
+        "effects one family, two-factor interactions another, as the report reads them. *Hopper floors*: each cell "
+        "fails at the fraction's rate for its replay buffer and target networks switches; the four other components "
+        "have no effect (their main effects and every interaction but replay x target networks are null). "
+        "*conditional*: each of the four components' effect within the learning region (replay buffer and target "
+        "networks on: the mean of the region's cells with the component on minus off, per seed), one family, computed "
+        "here (the package's own conditional effects are not in this branch).",
+        "- Seeds are independent here: a real seed's runs share initial weights, which the paired differences cancel "
+        "only in part.",
+        "",
+        f"### Errors (bold: above alpha + 2 SE = {limit:.4f})",
+        "",
+        "Nulls: the share of families with any false `differs` among the null comparisons. At or beyond the margin "
+        "(variant-only failures whose mean loss reaches the margin, a shift of one margin, a region effect of one "
+        "margin): the share of families with any `equivalent` among those comparisons.",
+        "",
+        *_study_rows(cases, results, pairs, error),
+        "",
+        "### Power",
+        "",
+        "`differs` per comparison under a shift (on the runs that learn, for Hopper returns):",
+        "",
+        *_study_rows(cases, results, pairs, power),
+        "",
+        "`equivalent` per null comparison (the power of the equivalence claim):",
+        "",
+        *_study_rows(cases, results, pairs, equivalence_power),
+        "",
+        "Removing delayed_policy_update costs the margin in the learning region only: the rate at which its Yates "
+        "main effect (averaged over the floor cells, about a quarter of the region's effect) is called `equivalent`. "
+        "Right about the averaged parameter, wrong about what the component does where TD3 learns:",
+        "",
+        *_study_rows(cases, results, pairs, averaged),
+        "",
+        "### Which pairs keep both errors at alpha",
+        "",
+        "| test / equivalence | largest false differs | where | largest false equivalent | where | verdicts unavailable |",
+        "|---|---:|---|---:|---|---|",
+    ]
+    for pair, s in study["summary"].items():
+        lost = [v for v, ok in (("differs", s["differs_ok"]), ("equivalent", s["equivalent_ok"])) if not ok]
+        name = f"**{pair}**" if pair == default else pair
+        lines.append(
+            f"| {name} | {_rate(s['max_false_differs'], not s['differs_ok'])} | {s['where_false_differs']} | "
+            f"{_rate(s['max_false_equivalent'], not s['equivalent_ok'])} | {s['where_false_equivalent']} | "
+            f"{', '.join(f'`{v}`' for v in lost) or 'none'} |"
+        )
+    keep = [pair for pair, s in study["summary"].items() if s["differs_ok"] and s["equivalent_ok"]]
+    lines += [
+        "",
+        (
+            f"Pairs that keep both errors at most alpha + 2 SE in every scenario: {', '.join(keep)}."
+            if keep
+            else "No pair keeps both errors at most alpha + 2 SE in every scenario: the last column says which verdicts each "
+            "pair cannot give at level alpha in these scenarios."
+        ),
+        (
+            f"The plan's defaults ({default}) "
+            + ("do." if default in keep else "do not; see the last column for the verdicts they cannot give.")
+        ),
+        "",
+    ]
+    return lines
+
+
+def run_study(reps: int, seed: int) -> dict:
+    """Simulate the study-shaped scenarios at every n and summarise each pair's errors."""
+    start = time.time()
+    cases = study_scenarios()
+    results: dict[str, dict[str, dict]] = {}
+    for index, scenario in enumerate(cases):
+        results[scenario.name] = {str(n): evaluate_study(scenario, n, reps, seed, index) for n in STUDY_NS}
+        print(f"{scenario.name}: {time.time() - start:.0f} s", file=sys.stderr, flush=True)
+    h = hopper_returns()
+    return {
+        "reps": reps,
+        "ns": list(STUDY_NS),
+        "family": FAMILY,
+        "pairs": [f"{t}/{e}" for t, e in PAIRS],
+        "hopper": {
+            "margin": HOPPER_MARGIN,
+            "failure_threshold": HOPPER_FLOOR,
+            "runs": h["runs"],
+            "failures": h["failures"],
+            "failure_rates": {f"replay_buffer={a}, target_networks={b}": r for (a, b), r in h["rates"].items()},
+            "variant_failure_rate_at_margin": hopper_margin_rate(),
+        },
+        "scenarios": [asdict(s) for s in cases],
+        "results": results,
+        "summary": study_summary(cases, results, reps),
+        "runtime_s": time.time() - start,
+    }
+
+
+# ----------------------------------------------------------------------------------------------------------------------
 # The choice
 # ----------------------------------------------------------------------------------------------------------------------
 
@@ -246,6 +735,16 @@ def choose(cases: list[Scenario], results: dict, reps: int, trust_exact: bool = 
 # ----------------------------------------------------------------------------------------------------------------------
 
 
+def _reused_note(report: dict) -> str:
+    reused = report.get("reused_from_previous_run", [])
+    if not reused:
+        return ""
+    return (
+        f"; the cells of {len(reused)} unchanged scenarios of the first sections are those of the previous run, kept "
+        "with `--reuse` after one recomputed cell matched them exactly"
+    )
+
+
 def _rate(value: float, flag: bool = False) -> str:
     text = f"{value:.3f}"
     return f"**{text}**" if flag else text
@@ -272,7 +771,7 @@ def markdown(report: dict, cases: list[Scenario]) -> str:
         "# Calibration of the paired tests",
         "",
         f"Written by `benchmarks/inference_calibration.py` ({reps} replications per cell, seed {report['seed']}, "
-        f"{report['runtime_s']:.0f} s); the numbers are in `docs/calibration.json`. The default test of "
+        f"{report['runtime_s']:.0f} s{_reused_note(report)}); the numbers are in `docs/calibration.json`. The default test of "
         "the analysis plan (`sb3_ablation.study.plan.analysis_plan.DEFAULT_TEST`) is the one chosen here, and a unit "
         "test checks they agree.",
         "",
@@ -375,6 +874,7 @@ def markdown(report: dict, cases: list[Scenario]) -> str:
             f"**{report['chosen_trusting_exact_tests']}**.",
         ]
     lines.append("")
+    lines += study_markdown(report)
     return "\n".join(lines)
 
 
@@ -403,16 +903,45 @@ def _equivalence_comment(report: dict, failures: list[Scenario]) -> str:
     )
 
 
-def run(reps: int, seed: int, out: Path, ns: Sequence[int] = NS) -> dict:
-    """Simulate every scenario at every n, choose the default and write calibration.md and calibration.json."""
+def _reusable(path: Path, cases: list[Scenario], reps: int, seed: int, ns: Sequence[int]) -> dict[str, dict]:
+    """
+    The results of a previous run (its calibration.json) for the scenarios defined as now, at the same replications,
+    seed and n: each cell is a function of those, so it is taken as written, after one cell recomputed here matches it
+    exactly (else nothing is reused).
+    """
+    old = json.loads(path.read_text())
+    if old["reps"] != reps or old["seed"] != seed or old["ns"] != list(ns):
+        return {}
+    defined = {s["name"]: {k: v for k, v in s.items() if k != "targets"} for s in old["scenarios"]}
+    same = {s.name: old["results"][s.name] for s in cases if defined.get(s.name) == asdict(s)}
+    if cases[0].name not in same or evaluate(cases[0], ns[1], reps, seed, 0) != same[cases[0].name][str(ns[1])]:
+        print("the previous results differ from a recomputed cell: recomputing all", file=sys.stderr)
+        return {}
+    return same
+
+
+def run(
+    reps: int, seed: int, out: Path, ns: Sequence[int] = NS, reuse: Path | None = None, study_reps: int | None = None
+) -> dict:
+    """
+    Simulate every scenario at every n, choose the default and write calibration.md and calibration.json.
+
+    :param reuse: a previous calibration.json whose cells for unchanged scenarios are kept (see :func:`_reusable`)
+    :param study_reps: replications of the scenarios that look like the studies (default ``reps``)
+    """
     start = time.time()
     cases = scenarios()
     results: dict[str, dict[str, dict]] = {}
+    previous = _reusable(reuse, cases, reps, seed, ns) if reuse else {}
     for index, scenario in enumerate(cases):
+        if scenario.name in previous:
+            results[scenario.name] = previous[scenario.name]
+            continue
         results[scenario.name] = {str(n): evaluate(scenario, n, reps, seed, index) for n in ns}
         print(f"{scenario.name}: {time.time() - start:.0f} s", file=sys.stderr, flush=True)
     chosen, criteria = choose(cases, results, reps)
     chosen_trusting_exact, _ = choose(cases, results, reps, trust_exact=True)
+    study_like = run_study(study_reps or reps, seed)
     report = {
         "alpha": ALPHA,
         "shift_sd": SHIFT,
@@ -426,6 +955,7 @@ def run(reps: int, seed: int, out: Path, ns: Sequence[int] = NS) -> dict:
         "targets_of_tests": TARGETS,
         "scenarios": [{**asdict(s), "targets": targets(s, seed)} for s in cases],
         "results": results,
+        "reused_from_previous_run": sorted(previous),
         "rule": (
             "among tests with size <= alpha + 2 MC SE on every null scenario at every n, the best power averaged over "
             f"the shift-plus-failure scenarios and every n, keeping >= {1 - MAX_POWER_LOSS:.0%} of the paired t-test's "
@@ -434,6 +964,7 @@ def run(reps: int, seed: int, out: Path, ns: Sequence[int] = NS) -> dict:
         "criteria": criteria,
         "chosen": chosen,
         "chosen_trusting_exact_tests": chosen_trusting_exact,
+        "study_like": study_like,
         "runtime_s": time.time() - start,
     }
     out.mkdir(parents=True, exist_ok=True)
@@ -448,9 +979,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help=f"a smoke run: {QUICK_REPS} replications per cell")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT, help="folder for calibration.md and calibration.json")
+    parser.add_argument("--study-reps", type=int, default=None, help="replications of the study-shaped scenarios")
+    parser.add_argument(
+        "--reuse", type=Path, default=None, help="a previous calibration.json: keep its cells of unchanged scenarios"
+    )
     args = parser.parse_args(argv)
     reps = args.reps or (QUICK_REPS if args.quick else REPS)
-    report = run(reps, args.seed, args.out)
+    report = run(reps, args.seed, args.out, reuse=args.reuse, study_reps=args.study_reps)
     print(f"chosen: {report['chosen']} ({report['runtime_s']:.0f} s)")
 
 

@@ -29,7 +29,17 @@ from sb3_ablation.study.analyse.paired_tests import paired_p_values, tost_p_valu
 from sb3_ablation.study.analyse.sequential import sequential_family
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from inference_calibration import ALPHA, MARGIN, SHIFT, Scenario, differences, scenarios
+from inference_calibration import (
+    ALPHA,
+    MARGIN,
+    SHIFT,
+    Scenario,
+    StudyScenario,
+    differences,
+    family_differences,
+    scenarios,
+    study_scenarios,
+)
 
 FAMILY = 6
 DESIGNS = (
@@ -40,30 +50,53 @@ DESIGNS = (
 )
 #: (test, equivalence test): the defaults (Holm over 2m) and one test for both claims (Shaffer)
 PAIRS = (("wilcoxon", "signflip"), ("wilcoxon", "wilcoxon"), ("t", "t"))
+#: the pairs simulated in the scenarios that look like the studies (the plan's defaults and Wilcoxon for both)
+STUDY_PAIRS = PAIRS[:2]
 REPS = 2_000
 QUICK_REPS = 40
 OUT = Path(__file__).resolve().parent.parent / "docs"
 
 
-def cases() -> list[Scenario]:
-    """The nulls of the calibration, the equivalence margin (normal and t3), and two shifts for power."""
+#: the designs of the scenarios that look like the studies (the looks of studies/pendulum_sequential.yml)
+STUDY_DESIGNS = tuple(design for design in DESIGNS if design[0] == (10, 20))
+#: kind of a study-shaped scenario by the verdict that is an error in it
+KINDS = {"differs": "null", "equivalent": "margin", "power": "power"}
+
+
+def cases() -> list[Scenario | StudyScenario]:
+    """
+    The nulls of the calibration, the equivalence margin (normal and t3), two shifts for power, and the families of
+    the scenarios that look like the studies (six variants sharing one TD3 arm, variant-only failures, Hopper returns).
+    """
     nulls = [s for s in scenarios() if s.kind == "null"]
     margin = [Scenario("at the margin, normal", "margin", shift=MARGIN), Scenario("at the margin, t3", "margin", "t3", MARGIN)]
     power = [s for s in scenarios() if s.name in ("shift, normal", "shift + failures 20% both arms")]
-    return nulls + margin + power
+    study = [s for s in study_scenarios() if s.design == "family" and s.error != "power" and "20%" not in s.name]
+    return nulls + margin + power + study
 
 
 def simulate(
-    scenario: Scenario, looks: Sequence[int], boundary: str, test: str, equivalence_test: str, reps: int, seed: int
+    scenario: Scenario | StudyScenario,
+    looks: Sequence[int],
+    boundary: str,
+    test: str,
+    equivalence_test: str,
+    reps: int,
+    seed: int,
 ) -> dict[str, float]:
     """
     :return: the share of families with any ``differs`` and any ``equivalent``, the share of comparisons called
         ``differs``, and the mean seeds a comparison used (its stopping look, else the last)
     """
     rng = np.random.default_rng(seed)
-    d = differences(scenario, rng, (reps * FAMILY, looks[-1]))
+    margin = MARGIN
+    if isinstance(scenario, StudyScenario):  # six variants against one shared TD3 arm
+        d = family_differences(scenario, rng, reps, looks[-1]).reshape(reps * FAMILY, looks[-1])
+        margin = scenario.margin
+    else:
+        d = differences(scenario, rng, (reps * FAMILY, looks[-1]))
     p = np.stack([paired_p_values(d[:, :n], test) for n in looks], axis=1).reshape(reps, FAMILY, len(looks))
-    tost = tost_p_value(d, equivalence_test, MARGIN).reshape(reps, FAMILY)
+    tost = tost_p_value(d, equivalence_test, margin).reshape(reps, FAMILY)
     names = [f"v{i}" for i in range(FAMILY)]
     any_differs = any_equivalent = differs = seeds = 0
     for r in range(reps):
@@ -88,16 +121,35 @@ def simulate(
     }
 
 
-def run(reps: int, seed: int) -> dict:
+def run(reps: int, seed: int, reuse: Path | None = None) -> dict:
+    """
+    Simulate every scenario, design and pair.
+
+    :param reuse: a previous sequential-calibration.json: its rows (same scenario, design, pair, replications and
+        seed) are kept as written, after one of them recomputed here matches exactly (else all are recomputed)
+    """
+    previous = {}
+    if reuse is not None:
+        old = json.loads(reuse.read_text())
+        if old["reps"] == reps and old["seed"] == seed:
+            previous = {_row_key(r): r for r in old["results"]}
     results = []
+    reused = 0
     for i, scenario in enumerate(cases()):
-        for looks, boundary in DESIGNS:
-            for test, equivalence_test in PAIRS:
+        study = isinstance(scenario, StudyScenario)
+        kind = KINDS[scenario.error] if study else scenario.kind
+        for looks, boundary in STUDY_DESIGNS if study else DESIGNS:
+            for test, equivalence_test in STUDY_PAIRS if study else PAIRS:
+                key = (scenario.name, tuple(looks), boundary, test, equivalence_test)
+                if key in previous:
+                    results.append(previous[key])
+                    reused += 1
+                    continue
                 rates = simulate(scenario, looks, boundary, test, equivalence_test, reps, seed + i)
                 results.append(
                     {
                         "scenario": scenario.name,
-                        "kind": scenario.kind,
+                        "kind": kind,
                         "looks": list(looks),
                         "boundary": boundary,
                         "test": test,
@@ -105,7 +157,32 @@ def run(reps: int, seed: int) -> dict:
                         **rates,
                     }
                 )
-    return {"alpha": ALPHA, "family": FAMILY, "margin": MARGIN, "shift": SHIFT, "reps": reps, "seed": seed, "results": results}
+        print(f"{scenario.name}: done", file=sys.stderr, flush=True)
+    return {
+        "alpha": ALPHA,
+        "family": FAMILY,
+        "margin": MARGIN,
+        "shift": SHIFT,
+        "reps": reps,
+        "seed": seed,
+        "results": results,
+        "reused_rows": reused,
+    }
+
+
+def _row_key(row: dict) -> tuple:
+    return (row["scenario"], tuple(row["looks"]), row["boundary"], row["test"], row["equivalence_test"])
+
+
+def check_reuse(path: Path, reps: int, seed: int) -> bool:
+    """One previous row (the first null, its first design and pair) recomputed here matches it exactly."""
+    old = json.loads(path.read_text())
+    row = old["results"][0]
+    scenario = cases()[0]
+    if old["reps"] != reps or old["seed"] != seed or row["scenario"] != scenario.name:
+        return False
+    rates = simulate(scenario, row["looks"], row["boundary"], row["test"], row["equivalence_test"], reps, seed)
+    return all(rates[k] == row[k] for k in rates)
 
 
 def limit(reps: int) -> float:
@@ -119,13 +196,22 @@ def markdown(report: dict, seconds: float) -> str:
     worst_differs = max(r["any_differs"] for r in rows if r["kind"] == "null")
     worst_equivalent = max(r["any_equivalent"] for r in rows if r["kind"] == "margin")
     ok = worst_differs <= limit(reps) and worst_equivalent <= limit(reps)
+    reused = (
+        f"; {report['reused_rows']} rows of unchanged scenarios kept from the previous run with `--reuse`, after one "
+        "recomputed row matched exactly"
+        if report.get("reused_rows")
+        else ""
+    )
     lines = [
         "# Calibration of the group-sequential looks",
         "",
         f"Written by `benchmarks/sequential_calibration.py` ({reps} simulated families of {report['family']} "
-        f"comparisons per cell, seed {report['seed']}, {seconds:.0f} s); the numbers are in "
+        f"comparisons per cell, seed {report['seed']}, {seconds:.0f} s{reused}); the numbers are in "
         "`docs/sequential-calibration.json`. Differences are in SD units; the margin is "
-        f"±{report['margin']:g}, the shift {report['shift']:g}. Alpha {report['alpha']:g} for the family, both claims "
+        f'±{report["margin"]:g}, the shift {report["shift"]:g} (the scenarios named "shared TD3 arm" and "Hopper '
+        "returns\" are those of `docs/calibration.md`'s section on the studies: six variants against one shared TD3 "
+        f"arm, Hopper's returns in return units with its margin of ±100, looks at 10 and 20 seeds only). "
+        f"Alpha {report['alpha']:g} for the family, both claims "
         f"together; Monte Carlo limit for an error rate of alpha: {limit(reps):.3f}.",
         "",
         f"**Largest family-wise error: {worst_differs:.3f} (false differs, nulls) and {worst_equivalent:.3f} (false "
@@ -158,10 +244,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help=f"a smoke run: {QUICK_REPS} families per cell")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=OUT, help="folder for sequential-calibration.md and .json")
+    parser.add_argument("--reuse", type=Path, default=None, help="a previous sequential-calibration.json to keep rows of")
     args = parser.parse_args(argv)
     reps = args.reps or (QUICK_REPS if args.quick else REPS)
     started = time.time()
-    report = run(reps, args.seed)
+    reuse = args.reuse if args.reuse is not None and check_reuse(args.reuse, reps, args.seed) else None
+    if args.reuse is not None and reuse is None:
+        print("the previous results differ from a recomputed row: recomputing all", file=sys.stderr)
+    report = run(reps, args.seed, reuse)
     seconds = time.time() - started
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "sequential-calibration.json").write_text(json.dumps(report, indent=1) + "\n")

@@ -26,7 +26,7 @@ from sb3_ablation.study.analyse.paired_tests import (
     paired_p_values,
     tost_p_value,
 )
-from sb3_ablation.study.plan.analysis_plan import DEFAULT_TEST
+from sb3_ablation.study.plan.analysis_plan import DEFAULT_EQUIVALENCE_TEST, DEFAULT_TEST
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the example from our data: 10 of 10 differences negative, two of them collapses
@@ -363,6 +363,19 @@ def test_the_calibration_smoke_run_writes_every_candidate(tmp_path, monkeypatch)
             assert set(cell) == set(TESTS)
             assert all(0.0 <= rate <= 1.0 for rates in cell.values() for rate in rates.values())
     assert set(report["criteria"]) == set(TESTS)
+    # the scenarios that look like the studies: every pair, the defaults among them, each family's rates in [0, 1]
+    study = report["study_like"]
+    assert f"{DEFAULT_TEST}/{DEFAULT_EQUIVALENCE_TEST}" in study["summary"]
+    assert (study["hopper"]["runs"], study["hopper"]["failures"]) == (320, 210)  # the fraction: 210 below 100
+    families = {"variants", "main", "two", "conditional"}
+    for scenario in study["results"].values():
+        for cell in scenario.values():
+            assert set(cell) == set(study["pairs"])
+            for by_family in cell.values():
+                assert set(by_family) <= families
+                rates = [r for rates in by_family.values() for r in rates.values() if not math.isnan(r)]
+                assert rates and all(0.0 <= r <= 1.0 for r in rates)
+    assert "## Scenarios that look like the studies" in table and "verdicts unavailable" in table
 
 
 def test_the_default_test_is_the_committed_calibrations_choice():
