@@ -273,10 +273,10 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
             conf_file=conf_file,
         )
 
-    def _budget(self, total_timesteps: int | None) -> int:
+    def _budget(self, total_timesteps: int | None) -> tuple[int, str | None]:
         """
         ``total_timesteps`` of ``learn()``, or when it is None the budget of the zoo entry (``from_zoo``'s, else the
-        env's ``n_timesteps`` in the shipped zoo config), said in one line.
+        env's ``n_timesteps`` in the shipped zoo config) and the line that says where it came from.
 
         :raise ValueError: a budget of zero or below
         :raise TypeError: None, and the env has no ``n_timesteps`` there (the message names ``total_timesteps``)
@@ -284,33 +284,35 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         if total_timesteps is not None:
             if total_timesteps <= 0:
                 raise ValueError(f"learn(total_timesteps={total_timesteps}): expected a positive number of timesteps")
-            return total_timesteps
+            return total_timesteps, None
         if self._zoo_budget is not None:
             budget, source = self._zoo_budget
-            print(f"learn(): total_timesteps={budget}, {source}")
-            return budget
+            return budget, f"learn(): total_timesteps={budget}, {source}"
         budget, env_id = default_budget(self.zoo_config, self.env)
         name = type(self).__name__
-        print(
+        return budget, (
             f"learn(): total_timesteps={budget}, the n_timesteps of {env_id} in zoo_configs/{self.zoo_config}.yml; "
             f"the other settings are this constructor's ({name}.from_zoo({env_id!r}) takes the entry's)"
         )
-        return budget
 
     def _learn_arguments(
         self, total_timesteps: int | None, callback: MaybeCallback, progress_bar: bool | None
     ) -> tuple[int, MaybeCallback, bool]:
         """
         ``learn()``'s budget (:meth:`_budget`), callbacks and progress bar: without a budget, the zoo entry's
-        callbacks (``from_zoo``, when none are given) and a progress bar unless ``progress_bar=False``; with a
-        budget, exactly SB3's (no bar unless asked for).
+        callbacks (``from_zoo``, when none are given) and a progress bar unless ``progress_bar=False``, with one line
+        saying where the budget came from (unless ``verbose=0`` and no bar); with a budget, exactly SB3's (no bar
+        unless asked for).
         """
-        budget = self._budget(total_timesteps)
+        budget, source = self._budget(total_timesteps)
         if total_timesteps is not None:
             return budget, callback, bool(progress_bar)
         if callback is None and self._zoo_callbacks:
             callback = list(self._zoo_callbacks)
-        return budget, callback, progress_bar_available() if progress_bar is None else progress_bar
+        show_bar = progress_bar_available() if progress_bar is None else progress_bar
+        if source and (show_bar or self.verbose >= 1):  # said with the progress it belongs to: verbose=0 and no bar is quiet
+            print(source)
+        return budget, callback, show_bar
 
     def _create_aliases(self) -> None:
         self.actor = self.policy.actor

@@ -50,12 +50,20 @@ def test_learn_reads_its_algorithms_zoo_config(zoo_configs, algo, steps, capsys)
     assert model.num_timesteps == steps
     config = "ablatable_td3" if algo is AblatableTD3 else "ddpg_scratch"
     line = f"learn(): total_timesteps={steps}, the n_timesteps of Pendulum-v1 in zoo_configs/{config}.yml"
-    assert capsys.readouterr().out.splitlines().count(line) == 1
+    said = [said for said in capsys.readouterr().out.splitlines() if said.startswith("learn(): ")]
+    assert said == [
+        f"{line}; the other settings are this constructor's ({algo.__name__}.from_zoo('Pendulum-v1') takes the entry's)"
+    ]
 
 
 def test_quiet_models_say_nothing(zoo_configs, capsys):
-    AblatableTD3("MlpPolicy", "Pendulum-v1", verbose=0, **TINY).learn()
+    AblatableTD3("MlpPolicy", "Pendulum-v1", verbose=0, **TINY).learn(progress_bar=False)
     assert "learn()" not in capsys.readouterr().out
+
+
+def test_a_quiet_model_with_its_progress_bar_says_where_its_budget_came_from(zoo_configs, capsys):
+    AblatableTD3("MlpPolicy", "Pendulum-v1", verbose=0, **TINY).learn()
+    assert "learn(): total_timesteps=60, the n_timesteps of Pendulum-v1" in capsys.readouterr().out
 
 
 def test_the_env_id_is_found_through_wrappers(zoo_configs):
