@@ -567,3 +567,16 @@ def test_a_study_of_the_baseline_alone_describes_it_and_compares_nothing(tmp_pat
     assert "- **Pendulum-v1**: only td3 ran; nothing is compared (the tables describe its runs)." in text
     assert "no finished runs of it" not in text
     assert table_rows(text, "td3")[0].count("s4: -162.0") == 1
+
+
+def test_the_plan_section_names_the_digest_and_the_commit_it_was_declared_from(tmp_path):
+    declared = {
+        "at": "2026-11-26T19:29:54+0000",
+        "finished_runs": 0,
+        "digest": "ab" * 32,
+        "study_file": {"path": "mine.yml", "commit": "8223a82f89f3b5b4a1fee140e6880d9613f0cae3", "modified": False},
+    }
+    write_study(tmp_path, leave_one_out(), seeds=range(5), analysis={}, analysis_declared=declared)
+    text = write_report(tmp_path, reps=REPS).read_text()
+    assert f"Plan digest (SHA-256 of the design and plan): `{'ab' * 32}`." in text
+    assert "Declared from `mine.yml` as committed in `8223a82f89f3` (unmodified then)." in text

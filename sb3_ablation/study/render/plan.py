@@ -31,6 +31,16 @@ def plan_banner(model: ReportModel) -> list[str]:
     ]
 
 
+def _provenance_text(declared: dict) -> str:
+    """Where the declared plan can be checked: its digest, and the study file's git commit when it was declared."""
+    text = f" Plan digest (SHA-256 of the design and plan): `{declared['digest']}`." if declared.get("digest") else ""
+    source = declared.get("study_file") or {}
+    if source.get("commit"):
+        state = "with uncommitted changes" if source.get("modified") else "unmodified"
+        text += f" Declared from `{source['path']}` as committed in `{source['commit'][:12]}` ({state} then)."
+    return text
+
+
 def plan_section(model: ReportModel, data: StudyData) -> list[str]:
     plan = model.plan
     lines = ["## Analysis plan", ""]
@@ -47,6 +57,7 @@ def plan_section(model: ReportModel, data: StudyData) -> list[str]:
                 else "; the report follows it."
             )
         )
+    lines[-1] += _provenance_text(model.declared_at or {})
     latest = data.manifest.get("config", {}).get("analysis")
     if model.declared is not None and latest and AnalysisPlan.from_dict(latest) != model.declared:
         lines[-1] += (
