@@ -15,7 +15,10 @@ import json
 import sys
 from pathlib import Path
 
+import yaml
+
 from sb3_ablation.study.plan.designs import roman
+from sb3_ablation.study.plan.learning_rules import random_return as measured_random
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"
@@ -30,6 +33,9 @@ LEAVE_ONE_OUT = (
 FACTORIALS = (("pendulum-2x6", "Pendulum-v1"), ("hopper-half-fraction", "Hopper-v5"))
 SEQUENTIAL = ("pendulum-sequential", "Pendulum-v1")
 TUNED = ("pendulum-tuned", "Pendulum-v1", "Removed with TD3's hyperparameters, and with its own")
+# the TD3 paper's question where TD3 learns: (folder, env, the paper's task name in tools/td3_paper_table2.yml)
+PAPER_300K = ("hopper-paper-300k", "Hopper-v5", "Hopper")
+TABLE2 = ROOT / "tools" / "td3_paper_table2.yml"
 SWITCHES = (
     "deterministic_policy",
     "replay_buffer",
@@ -186,6 +192,54 @@ def tuned_lines() -> list[str]:
     ]
 
 
+def paper_lines() -> list[str]:
+    """The TD3 paper's "TD3 - X" rows beside the 300k-step study's estimates, once its report is committed."""
+    folder, env, task = PAPER_300K
+    if not (STUDIES / folder / "report.json").exists():
+        return []
+    table = yaml.safe_load(TABLE2.read_text())
+    paper = {row["variant"]: row[task] for row in table["rows"] if row.get("variant")}
+    study = report(folder)
+    outcome = study["envs"][env]["outcomes"]["final_window"]
+    td3, looks = outcome["baseline"], outcome.get("sequential") or {}
+    reached = looks.get("looks", [])[: looks.get("reached", 0)]
+    random_return = measured_random(env)[0]  # the package's own measurement (references.yml), as the plan declared
+    progress = (td3["mean"] - random_return) / (paper["td3"] - random_return)
+    lines = [
+        "",
+        f"**The TD3 paper's question on {env} at {study['envs'][env]['training_steps'] // 1000}k steps** (the paper's "
+        f"hyperparameters with [64, 64] networks; {td3['n']} TD3 seeds at look {len(reached)} of "
+        f"{len(looks.get('looks', [])) or 1}; margin {outcome['margin']:,.1f} and failure threshold declared from a "
+        "pilot, plan committed before the first run; Wilcoxon signed-rank, Hodges-Lehmann estimate and 95% interval; "
+        f"TD3's final-window mean {td3['mean']:,.1f}, {progress:.0%} of the way from the random policy to the paper's "
+        f"TD3 at 1M steps, {paper['td3']:,.2f}; the paper's rows at 1M steps beside):",
+        "",
+    ]
+    for variant, entry in outcome["variants"].items():
+        if variant not in paper:
+            continue
+        paper_effect = paper[variant] - paper["td3"]
+        verdict = (looks.get("decisions") or {}).get(variant, {}).get("verdict", entry["verdict"])
+        if verdict == "differs":
+            agrees = (entry["effect"] < 0) == (paper_effect < 0)
+            reading = "the paper's direction reproduced" if agrees else "**against the paper's direction**"
+        elif verdict == "equivalent":
+            reading = "the paper's effect not seen at this budget"
+        else:
+            reading = (
+                f"not resolved (about {entry['seeds_needed']} seed pairs for 80% power at this effect)"
+                if entry.get("seeds_needed")
+                else "not resolved"
+            )
+        low, high = entry["ci"] if entry.get("ci") else (None, None)
+        interval = f" [{low:+,.0f}, {high:+,.0f}]" if low is not None else ""
+        lines.append(
+            f"- {variant.removeprefix('no_')} removed: **{verdict}** {entry['effect']:+,.0f}{interval}; the paper: "
+            f"{paper_effect:+,.0f} ({paper[variant]:,.2f} against {paper['td3']:,.2f}); {reading}."
+        )
+    return lines
+
+
 def answer() -> str:
     lines = [
         "Primary outcome: the mean return over the final 10% of training. Cells: the verdict and the paired estimate "
@@ -199,6 +253,7 @@ def answer() -> str:
         *(line for folder, env in FACTORIALS for line in factorial_lines(folder, env)),
         *sequential_lines(),
         *tuned_lines(),
+        *paper_lines(),
     ]
     return "\n".join(lines) + "\n"
 
