@@ -226,11 +226,9 @@ def paper_lines() -> list[str]:
         elif verdict == "equivalent":
             reading = "the paper's effect not seen at this budget"
         else:
-            reading = (
-                f"not resolved (about {entry['seeds_needed']} seed pairs for 80% power at this effect)"
-                if entry.get("seeds_needed")
-                else "not resolved"
-            )
+            reading = "open until the design's next look" if verdict == "open" else "not resolved"
+            if entry.get("seeds_needed"):
+                reading += f" (about {entry['seeds_needed']} seed pairs for 80% power at this effect)"
         low, high = entry["ci"] if entry.get("ci") else (None, None)
         interval = f" [{low:+,.0f}, {high:+,.0f}]" if low is not None else ""
         lines.append(
