@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from report_fields import dig
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"
@@ -77,15 +78,6 @@ MECHANISM = {
 def report(folder: str) -> dict[str, Any] | None:
     path = STUDIES / folder / "report.json"
     return json.loads(path.read_text()) if path.is_file() else None
-
-
-def dig(data: Any, *keys: str) -> Any:
-    """``data[k1][k2]...``, or None where a key is missing (the reports gain fields over time; none is assumed)."""
-    for key in keys:
-        if not isinstance(data, dict) or key not in data:
-            return None
-        data = data[key]
-    return data
 
 
 def outcome(folder: str, env: str, name: str | None = None) -> dict[str, Any] | None:
