@@ -125,28 +125,37 @@ def paper_lines() -> list[str]:
     lines = [
         "## Beside the TD3 paper",
         "",
-        f"The paper's ablation ({paper['source'].strip()}: {paper['setting'].strip()}) against the committed "
-        "leave-one-out studies on the same tasks. Paper: the return of TD3 without the component minus TD3's, one "
-        "number per cell (no interval). Here: the verdict and the paired estimate of the same difference at these "
-        "studies' budgets, which are far smaller than the paper's: a different sign or size is a finding at this "
-        "budget, not a contradiction of the paper.",
+        f"The paper's ablation ({paper['source'].strip()}: {paper['setting'].strip()}) against the answer above on "
+        "the same tasks. Paper: the return of TD3 without the component minus TD3's, one number per cell (no "
+        "interval). Here: the answer's verdict and named estimate of the same difference at these studies' budgets, "
+        "which are smaller than the paper's (each condition above says how far TD3 itself had come): a different "
+        "sign or size is a finding at this budget, not a contradiction of the paper.",
         "",
     ]
-    columns = []
-    for folder, env, title in readme_answer.LEAVE_ONE_OUT:
-        task = env.split("-v")[0]
-        if task in paper["tasks"]:
-            columns.append((folder, env, task, title))
+    columns = [c for c in readme_answer.CONDITIONS if c.env.split("-v")[0] in paper["tasks"]]
     if not columns:
         return []
-    header = "| component removed | " + " | ".join(f"paper, {task}, 1M | {title}" for _, _, task, title in columns) + " |"
-    lines += [header, "|---|" + "---:|---:|" * len(columns)]
+    tasks = list(dict.fromkeys(condition.env.split("-v")[0] for condition in columns))
+    header, rule = "| component removed |", "|---|"
+    for task in tasks:
+        header += f" paper, {task}, 1M |"
+        for condition in columns:
+            if condition.env.split("-v")[0] == task:
+                source = condition.sources[0]
+                steps = readme_answer.report(source.folder)[source.part][condition.env]["training_steps"]
+                header += f" {condition.env}, {steps // 1000:,}k, {condition.settings} |"
+        rule += "---:|" * (1 + sum(condition.env.split("-v")[0] == task for condition in columns))
+    lines += [header, rule]
     for variant, row in rows.items():
         cells = []
-        for folder, env, task, _ in columns:
-            report = readme_answer.report(folder)
-            outcome = report["envs"][env]["outcomes"][report["plan"]["primary"]]["variants"]
-            cells += [f"{row[task] - full[task]:+,.0f}", readme_answer.cell(outcome.get(variant))]
+        for task in tasks:
+            cells.append(f"{row[task] - full[task]:+,.0f}")
+            for condition in columns:
+                if condition.env.split("-v")[0] != task:
+                    continue
+                found = readme_answer.measurements(condition, variant, readme_answer._reports(condition.sources))
+                answer = readme_answer.the_answer(found) if found else None
+                cells.append("—" if answer is None else readme_answer.estimate(answer.entry, answer.env_entry, False))
         lines.append(f"| {variant.removeprefix('no_')} | " + " | ".join(cells) + " |")
     lines += ["", f"The paper's numbers are data: `tools/{PAPER.name}` (every row of its Table 2, with the source)."]
     return lines
@@ -192,6 +201,10 @@ def index_page(folders: list[Path]) -> str:
         "## The answer",
         "",
         readme_answer.answer().rstrip("\n"),
+        "",
+        "## The answer in detail",
+        "",
+        readme_answer.detail().rstrip("\n"),
         "",
         *paper_lines(),
         "",

@@ -1,8 +1,22 @@
 """The README's answer to the exercise, generated from the committed studies' report.json files.
 
 Writes the block between ``<!-- answer:start -->`` and ``<!-- answer:end -->`` in README.md; ``--check`` fails (exit 1)
-when the committed block differs from a fresh generation (tests/docs/test_readme_answer.py runs it). The library knows
-neither README nor the repository's study folders: this script does.
+when the committed block differs from a fresh generation (tests/docs/test_docs.py runs it). The library knows neither
+README nor the repository's study folders: this script does.
+
+One answer per question: per task condition (task, budget, hyperparameters) one table, one row per component, every
+estimate on one sign convention (the component removed from full TD3, minus full TD3). Each row gives the answer's
+verdict and named estimate, the replicates of the same condition side by side with a test of their agreement, a
+secondary outcome where it disagrees with the primary, the failure rates and, per condition, TD3's own progress at the
+budget. The detail (factorial effects, sequential looks, the tuned arms, the paper's rows, each plan's record) is
+:func:`detail`, which opens docs/results/index.md after the answer.
+
+Fields read from report.json (all by key; a field that is missing prints nothing): ``plan_declared``,
+``amendments``, ``provenance.reused``; per env ``training_steps``, ``seeds``, ``outcomes`` (per variant ``verdict``,
+``test``, ``effect``, ``ci``, ``n``, ``differences``; the baseline's ``mean``; ``sequential``), ``failures``
+(``variants.*.did_not_learn`` / ``critic_diverged``) and, where present, ``learning`` (``budget``, ``ceiling``,
+``two_arm``); ``replication``; ``sections`` (the factorial analysis with its ``learning`` where present, the tuned
+study's comparisons).
 
     python tools/readme_answer.py          # rewrite the block
     python tools/readme_answer.py --check  # compare only
@@ -13,29 +27,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import yaml
+from report_fields import dig, estimate_name, number, plan_phrase
+from scipy import stats
 
+from sb3_ablation.study.analyse.budget import qualified_verdict
 from sb3_ablation.study.plan.designs import roman
-from sb3_ablation.study.plan.learning_rules import random_return as measured_random
+from sb3_ablation.study.plan.learning_rules import LearningRules, paper_reference, random_return
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"
 START, END = "<!-- answer:start -->", "<!-- answer:end -->"
-# the committed studies the answer reads: (folder, env, column title)
-LEAVE_ONE_OUT = (
-    ("pendulum", "Pendulum-v1", "Pendulum-v1, 20k"),
-    ("multitask", "Hopper-v5", "Hopper-v5, 100k"),
-    ("multitask", "HalfCheetah-v5", "HalfCheetah-v5, 100k"),
-    ("multitask", "LunarLanderContinuous-v3", "LunarLander, 200k"),
-)
-FACTORIALS = (("pendulum-2x6", "Pendulum-v1"), ("hopper-half-fraction", "Hopper-v5"))
-SEQUENTIAL = ("pendulum-sequential", "Pendulum-v1")
-TUNED = ("pendulum-tuned", "Pendulum-v1", "Removed with TD3's hyperparameters, and with its own")
-# the TD3 paper's question where TD3 learns: (folder, env, the paper's task name in tools/td3_paper_table2.yml)
-PAPER_300K = ("hopper-paper-300k", "Hopper-v5", "Hopper")
 TABLE2 = ROOT / "tools" / "td3_paper_table2.yml"
+PRIMARY = "final_window"
+SECONDARY = {"last": "last evaluation", "auc": "area under the curve", "overestimation": "overestimation"}
+RETURN_OUTCOMES = ("final_window", "last", "auc")  # outcomes on the return scale, whose direction the primary shares
+DECISIVE = ("differs", "equivalent")
 SWITCHES = (
     "deterministic_policy",
     "replay_buffer",
@@ -46,46 +57,464 @@ SWITCHES = (
 )
 
 
+@dataclass(frozen=True)
+class Source:
+    """
+    One study's measurement of a task condition.
+
+    :param folder: the study folder under docs/studies/
+    :param design: its design, in words
+    :param part: ``envs`` (the study's analysis), or ``replication`` (its seeds outside the plan's, analysed apart)
+    """
+
+    folder: str
+    design: str
+    part: str = "envs"
+
+
+@dataclass(frozen=True)
+class Condition:
+    """
+    A task condition: one task, one budget, one set of hyperparameters, measured by one or more studies.
+
+    :param env: the task
+    :param settings: the hyperparameters, in words
+    :param sources: the studies that measure TD3 minus each component in this condition (replicates of each other)
+    :param paper_task: the TD3 paper's task name in tools/td3_paper_table2.yml where its rows go beside ("": none)
+    """
+
+    env: str
+    settings: str
+    sources: tuple[Source, ...]
+    paper_task: str = ""
+
+
+# Replicates: the committed studies of a condition with at least 10 seeds per comparison. The 5-seed studies
+# (pendulum-batched, pendulum-factorial, hopper-factorial) are left out; the Hopper half fraction has no cell with a
+# single component removed, so it measures no "TD3 minus X" and appears in the detail only.
+CONDITIONS = (
+    Condition(
+        "Pendulum-v1",
+        "rl-zoo's hyperparameters, [64, 64] networks",
+        (
+            Source("pendulum-sequential", "group-sequential replication"),
+            Source("pendulum", "leave-one-out"),
+            Source("pendulum-2x6", "2^6 factorial: the cell without the component against the TD3 cell"),
+            Source("pendulum-tuned", "tuned study: the arm with TD3's hyperparameters"),
+        ),
+    ),
+    Condition("Hopper-v5", "rl-zoo's hyperparameters, [64, 64] networks", (Source("multitask", "leave-one-out"),)),
+    Condition(
+        "Hopper-v5",
+        "the TD3 paper's hyperparameters, [64, 64] networks",
+        (Source("hopper-paper-300k", "group-sequential"),),
+        paper_task="Hopper",
+    ),
+    Condition(
+        "HalfCheetah-v5",
+        "rl-zoo's hyperparameters, [64, 64] networks",
+        (Source("multitask", "leave-one-out"), Source("multitask", "replication on fresh seeds", part="replication")),
+    ),
+    Condition(
+        "LunarLanderContinuous-v3", "rl-zoo's hyperparameters, [64, 64] networks", (Source("multitask", "leave-one-out"),)
+    ),
+)
+FACTORIALS = (("pendulum-2x6", "Pendulum-v1"), ("hopper-half-fraction", "Hopper-v5"))
+TUNED = ("pendulum-tuned", "Pendulum-v1", "Removed with TD3's hyperparameters, and with its own")
+# the TD3 paper's question where TD3 learns: (folder, env, the paper's task name in tools/td3_paper_table2.yml)
+PAPER_300K = ("hopper-paper-300k", "Hopper-v5", "Hopper")
+
+
 def report(folder: str) -> dict:
     return json.loads((STUDIES / folder / "report.json").read_text())
 
 
+def _reports(sources: tuple[Source, ...]) -> dict[str, dict]:
+    return {s.folder: report(s.folder) for s in sources if (STUDIES / s.folder / "report.json").exists()}
+
+
 def cell(entry: dict | None) -> str:
+    """A comparison's verdict and estimate, e.g. ``**differs** -27`` (``—``: no comparison)."""
     if entry is None:
         return "—"
-    effect = entry["effect"]
-    value = "n/a" if effect is None else f"{effect:+,.0f}"
     verdict = entry["verdict"]
+    value = number(entry["effect"])
     return f"**{verdict}** {value}" if verdict != "unresolved" else f"unresolved {value}"
 
 
-def leave_one_out_table() -> list[str]:
-    header = "| component removed | " + " | ".join(title for _, _, title in LEAVE_ONE_OUT) + " |"
-    lines = [header, "|---|" + "---:|" * len(LEAVE_ONE_OUT)]
-    reports = {folder: report(folder) for folder, _, _ in LEAVE_ONE_OUT}
+def _interval(entry: dict) -> str:
+    ci = entry.get("ci")
+    return f" [{number(ci[0])}, {number(ci[1])}]" if ci and None not in ci else ""
+
+
+def steps_text(steps: int) -> str:
+    """``20k``, ``1M``."""
+    return f"{steps // 1_000_000}M" if steps % 1_000_000 == 0 else f"{steps // 1000:,}k"
+
+
+def seed_range(seeds: list[int]) -> str:
+    """``10-19`` for consecutive seeds, else the list."""
+    if not seeds:
+        return "no seeds"
+    if seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])
+    return ", ".join(map(str, seeds))
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One study's comparison of one component's removal with TD3 in a condition."""
+
+    source: Source
+    report: dict
+    env_entry: dict
+    entry: dict
+
+    @property
+    def seeds(self) -> list[int]:
+        """The seeds of the comparison (a sequential design's first ``n`` in its order)."""
+        order = dig(self.env_entry, "outcomes", PRIMARY, "sequential", "seed_order") or self.env_entry["seeds"]
+        return list(order[: self.entry.get("n") or len(order)])
+
+    @property
+    def declared_first(self) -> bool:
+        return (self.report.get("plan_declared") or {}).get("finished_runs") == 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.source.folder}{', replication' if self.source.part == 'replication' else ''}"
+
+
+def env_entry(study: dict, source: Source, env: str) -> dict | None:
+    return dig(study, source.part, env)
+
+
+def measurements(condition: Condition, variant: str, reports: dict[str, dict]) -> list[Measured]:
+    """Every source's comparison of ``variant`` with TD3 in ``condition``, in the condition's order."""
+    found = []
+    for source in condition.sources:
+        study = reports.get(source.folder)
+        entry = env_entry(study, source, condition.env) if study else None
+        comparison = dig(entry, "outcomes", PRIMARY, "variants", variant)
+        if comparison is not None and comparison.get("effect") is not None:
+            # a sequential design's verdict is its decision (open until the next look)
+            decided = dig(entry, "outcomes", PRIMARY, "sequential", "decisions", variant, "verdict")
+            found.append(Measured(source, study, entry, {**comparison, "verdict": decided or comparison["verdict"]}))
+    return found
+
+
+def the_answer(found: list[Measured]) -> Measured:
+    """The declared rule: the study whose plan was declared before its first run, then the most seeds, then the
+    condition's order (a confirmatory study before a re-analysis)."""
+    return max(found, key=lambda m: (m.declared_first, m.entry.get("n") or 0, -found.index(m)))
+
+
+def verdict_text(entry: dict, env: dict) -> str:
+    """The verdict, with "at ceiling" where report.json's ``learning.ceiling.at_ceiling`` flags the task and the
+    verdict is an unlabelled ``equivalent`` (a verdict already labelled by the report is printed as it is)."""
+    verdict = entry["verdict"]
+    if verdict == "equivalent" and dig(env, "learning", "ceiling", "at_ceiling"):
+        verdict = "equivalent (at ceiling)"
+    return f"**{verdict}**" if verdict != "unresolved" else verdict
+
+
+def estimate(entry: dict, env: dict, interval: bool = True) -> str:
+    """``**differs** HL -27 [-307, -14]``: verdict, named estimate and (optionally) its 95% interval."""
+    name = estimate_name(entry.get("test"))
+    return f"{verdict_text(entry, env)} {name} {number(entry['effect'])}{_interval(entry) if interval else ''}"
+
+
+def agreement(found: list[Measured]) -> str:
+    """The Kruskal-Wallis test of the replicates' per-seed differences (independent runs: the studies' engines and
+    streams differ even on the same seed numbers); empty for one replicate."""
+    groups = [m.entry.get("differences") for m in found]
+    if len(found) < 2 or any(not g for g in groups):
+        return ""
+    try:
+        p = stats.kruskal(*(np.asarray(g, dtype=float) for g in groups)).pvalue
+    except ValueError:  # every difference identical: nothing to rank
+        return "; Kruskal-Wallis: all differences equal"
+    return f"; Kruskal-Wallis p = {p:.2g}"
+
+
+def replicates_text(answer: Measured, found: list[Measured]) -> str:
+    others = [m for m in found if m is not answer]
+    if not others:
+        return "—"
+    items = [f"{m.label} (seeds {seed_range(m.seeds)}): {estimate(m.entry, m.env_entry, interval=False)}" for m in others]
+    return "; ".join(items) + agreement(found)
+
+
+def _rate(item: dict | None) -> str:
+    return "?" if not item else f"{item['failed']}/{item['n']}"
+
+
+def failures_text(m: Measured, variant: str) -> str:
+    """Did not learn (and critic diverged, where any did): removed vs TD3. From ``learning.two_arm`` where the report
+    has it (with its exact test), else from ``failures``."""
+    baseline = m.report.get("baseline") or "td3"
+    two_arm = dig(m.env_entry, "learning", "two_arm", variant)
+    if isinstance(two_arm, dict) and "variant" in two_arm and "baseline" in two_arm:
+        text = f"{_rate(two_arm['variant'])} vs {_rate(two_arm['baseline'])}"
+        if two_arm.get("p_failure") is not None:
+            text += f" (p = {two_arm['p_failure']:.2g})"
+        return text
+    failures = dig(m.env_entry, "failures", "variants") or {}
+    removed, td3 = failures.get(variant) or {}, failures.get(baseline) or {}
+    if not removed:
+        return "—"
+    if not removed.get("did_not_learn"):
+        return "no rule"
+    text = f"{_rate(removed.get('did_not_learn'))} vs {_rate(td3.get('did_not_learn'))}"
+    diverged = [(removed.get("critic_diverged") or {}), (td3.get("critic_diverged") or {})]
+    if any(d.get("failed") for d in diverged):
+        text += f"; critic diverged {_rate(diverged[0])} vs {_rate(diverged[1])}"
+    return text
+
+
+def disagrees(primary: dict, secondary: dict, outcome: str) -> bool:
+    """The declared rule: a secondary outcome is shown where it reaches a verdict (differs or equivalent) that the
+    primary does not have, or both differ in opposite directions (return outcomes only)."""
+    if secondary["verdict"] in DECISIVE and secondary["verdict"] != primary["verdict"]:
+        return True
+    both_differ = secondary["verdict"] == primary["verdict"] == "differs"
+    return both_differ and outcome in RETURN_OUTCOMES and (secondary["effect"] > 0) != (primary["effect"] > 0)
+
+
+def secondary_text(m: Measured, variant: str) -> str:
+    items = []
+    for outcome, name in SECONDARY.items():
+        entry = dig(m.env_entry, "outcomes", outcome, "variants", variant)
+        if entry is None or entry.get("effect") is None or not disagrees(m.entry, entry, outcome):
+            continue
+        items.append(f"{name}: {estimate(entry, m.env_entry)}")
+    return "; ".join(items) or "—"
+
+
+def budget_progress(m: Measured, env: str) -> str:
+    """TD3's final-window return as a fraction of the span from the measured random return to the reference at the
+    paper's budget: ``learning.budget`` where the report has it, else computed from TD3's mean and references.yml."""
+    budget = dig(m.env_entry, "learning", "budget")
+    if isinstance(budget, dict) and budget.get("fraction") is not None:
+        mean, fraction = budget["td3_mean"], budget["fraction"]
+        random_value, reference, steps = budget["random"], budget["reference"], budget["reference_budget"]
+        source = ""
+    else:
+        measured, paper = random_return(env), paper_reference(env)
+        mean = dig(m.env_entry, "outcomes", PRIMARY, "baseline", "mean")
+        if measured is None or paper is None or mean is None:
+            return ""
+        random_value, (steps, reference, source) = measured[0], paper
+        fraction = (mean - random_value) / (reference - random_value)
+        source = f", {source.split(':')[0]}"
+    ceiling = dig(m.env_entry, "learning", "ceiling")
+    at_ceiling = " **At ceiling**: TD3 and the variants sit within the declared distance of the reference." if (
+        isinstance(ceiling, dict) and ceiling.get("at_ceiling")
+    ) else ""  # fmt: skip
+    return (
+        f"TD3's final-window mean {mean:,.1f} ({m.label}) is {fraction:.0%} of the way from the random policy "
+        f"({random_value:,.1f}, measured) to the reference at {steps_text(steps)} steps ({reference:,.1f}{source})."
+        + at_ceiling
+    )
+
+
+def failure_rule(m: Measured) -> str:
+    """The "did not learn" rule the failure column applies: ``learning.threshold`` where the report has it, else
+    ``failures.threshold``."""
+    learning = dig(m.env_entry, "learning")
+    source = learning if isinstance(learning, dict) and "threshold" in learning else m.env_entry.get("failures") or {}
+    threshold, how = source.get("threshold"), source.get("threshold_how") or ""
+    if threshold is None:
+        return f"Did not learn: no rule in this report ({how})."
+    return f"Did not learn: final-window return below {threshold:,.1f} ({how})."
+
+
+def condition_lines(condition: Condition) -> list[str]:
+    reports = _reports(condition.sources)
+    rows, used, lead = [], [], None
     for switch in SWITCHES:
-        cells = []
-        for folder, env, _ in LEAVE_ONE_OUT:
-            variants = reports[folder]["envs"][env]["outcomes"]["final_window"]["variants"]
-            cells.append(cell(variants.get(f"no_{switch}")))
-        lines.append(f"| {switch} | " + " | ".join(cells) + " |")
+        variant = f"no_{switch}"
+        found = measurements(condition, variant, reports)
+        if not found:
+            continue
+        answer = the_answer(found)
+        lead = lead or answer
+        used += [m for m in found if all(m.source != u.source for u in used)]
+        rows.append(
+            f"| {switch} | {estimate(answer.entry, answer.env_entry)} ({answer.label}, seeds {seed_range(answer.seeds)})"
+            f" | {replicates_text(answer, found)} | {failures_text(answer, variant)} | {secondary_text(answer, variant)} |"
+        )
+    if lead is None:
+        return []
+    steps = lead.env_entry["training_steps"]
+    studies = "; ".join(
+        f"{m.label}: {m.source.design}, seeds {seed_range(m.env_entry['seeds'])}, {plan_phrase(m.report)}"
+        for m in sorted(used, key=lambda m: condition.sources.index(m.source))
+    )
+    lines = [
+        "",
+        f"**{condition.env}, {steps_text(steps)} steps, {condition.settings}.** {budget_progress(lead, condition.env)} "
+        f"{failure_rule(lead)} Studies: {studies}.",
+        "",
+        "| removed | answer: verdict, estimate [95% CI] (study, seeds) | replicates side by side; their agreement "
+        "| did not learn: removed vs TD3 | secondary outcome that disagrees |",
+        "|---|---|---|---|---|",
+        *rows,
+    ]
+    return lines + paper_sentence(condition, lead)
+
+
+def paper_sentence(condition: Condition, lead: Measured) -> list[str]:
+    """The TD3 paper's "TD3 - X" rows at 1M steps, beside a condition that runs its settings."""
+    if not condition.paper_task:
+        return []
+    table = yaml.safe_load(TABLE2.read_text())
+    paper = {row["variant"]: row[condition.paper_task] for row in table["rows"] if row.get("variant")}
+    variants = dig(lead.env_entry, "outcomes", PRIMARY, "variants") or {}
+    rows = [f"{v.removeprefix('no_')} {paper[v] - paper['td3']:+,.0f}" for v in variants if v in paper]
+    looks = dig(lead.env_entry, "outcomes", PRIMARY, "sequential") or {}
+    state = ""
+    if looks.get("looks"):
+        state = f" This study is at look {looks.get('reached', 0)} of {len(looks['looks'])}; `open` awaits the next."
+    return ["", f"The TD3 paper at 1M steps (its Table 2, removed minus TD3): {'; '.join(rows)}.{state}"] if rows else []
+
+
+def answer() -> str:
+    lines = [
+        "One table per task condition (task, budget, hyperparameters), one row per component. Every estimate is the "
+        "return of TD3 with the component removed minus full TD3's, on the primary outcome, the mean return over the "
+        "final 10% of training: negative means removing it hurts. HL: the Hodges-Lehmann estimate of the Wilcoxon "
+        "signed-rank test, with its exact 95% interval; mean: the mean difference. `unresolved` is not 'no effect'. "
+        "The answer is the study whose plan was declared before its first run, then the one with the most seeds; "
+        "the other studies of the same condition are shown beside it, not pooled, with a Kruskal-Wallis test of "
+        "their per-seed differences (unadjusted; p below 0.05: they disagree). A secondary outcome is shown where it "
+        "reaches a verdict the primary does not, or differs in the other direction. Factorial main effects (with "
+        "minus without, averaged over cells that never learn) are not the answer to removing a component from TD3: "
+        "they are in the detail, on this sign convention.",
+        *(line for condition in CONDITIONS for line in condition_lines(condition)),
+        *tuned_lines(),
+        *region_lines(),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The tuned study: each component removed with TD3's hyperparameters and with its own
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def tuned_lines() -> list[str]:
+    """The components whose removal differs with either set of hyperparameters, both arms side by side. The tuned
+    study's "share of the effect recovered" ratio is not given: report.json holds no per-seed differences of the tuned
+    arm, so no interval over seeds can be given from it, and its denominator (the default arm) disagrees with the other
+    replicates of the same condition (the Pendulum table), so the ratio's size depends on which replicate it divides."""
+    folder, env, title = TUNED
+    if not (STUDIES / folder / "report.json").exists():
+        return []
+    section = report(folder)["sections"][title]
+    tuning = section["tuning"]
+    rows = []
+    for row in section["envs"][env]["comparisons"]:
+        default, own = row["default"], row["own"]
+        if default is None or own is None or "differs" not in (default["verdict"], own["verdict"]):
+            continue
+        rows.append(
+            f"{row['variant'].removeprefix('no_')} {cell(own)}{_interval(own)} with its own against {cell(default)}"
+            f"{_interval(default)} with TD3's"
+        )
+    if not rows:
+        return []
+    return [
+        "",
+        f"Re-tuned for itself ({folder}, {tuning['n_trials']} Optuna trials x {len(tuning['seeds'])} tuning seeds per "
+        f"variant over {', '.join(tuning['search_space'])}, then seeds tuning never saw; the others stay equivalent): "
+        + "; ".join(rows)
+        + ". No share of the effect 'recovered' is given: the arm with TD3's hyperparameters disagrees with the other "
+        "studies of the condition, and the report holds no per-seed differences of the tuned arm to put an interval "
+        "on the ratio.",
+    ]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The detail (docs/results/index.md): factorials, sequential looks, the paper's rows, each study's plan
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def region_lines() -> list[str]:
+    """Where a factorial's report has its ``learning`` key: each component removed within the region where TD3
+    learns, the factorial's answer closest to "removed from TD3" (nothing where the key is missing)."""
+    lines = []
+    for folder, env in FACTORIALS:
+        if not (STUDIES / folder / "report.json").exists():
+            continue
+        factorial = dig(report(folder), "sections", f"{env}: factorial analysis") or {}
+        region = _learning_region_lines(factorial)
+        if region:
+            lines += ["", f"Within the learning region of {folder} ({env}):", "", *region]
     return lines
 
 
+def _learning_region_lines(section: dict) -> list[str]:
+    """Where the report has the factorial's ``learning`` key: its region and each component's effect within it,
+    flipped to the removal convention."""
+    learning = section.get("learning")
+    if not isinstance(learning, dict):
+        return []
+    lines = []
+    region = learning.get("region")
+    how = region.get("how") or region.get("rule") if isinstance(region, dict) else None
+    if how:
+        lines.append(f"- learning region: {how}.")
+    conditional = learning.get("conditional")
+    effects = conditional.get("effects", conditional) if isinstance(conditional, dict) else {}
+    items = [
+        f"{name} {verdict_text(e, {})} {estimate_name(e.get('test'))} {number(-e['effect'])}"
+        for name, e in (effects or {}).items()
+        if isinstance(e, dict) and "verdict" in e and e.get("effect") is not None
+    ]
+    if items:
+        lines.append("- removed within the learning region (sign flipped): " + "; ".join(items) + ".")
+    return lines
+
+
+def _smallest_set_line(keep: dict, margin: float) -> str:
+    """The smallest sufficient set: a verdict only where the report has the equivalence test of its own cell
+    (``verdict``, with ``ci`` and ``p_equivalence`` where present); otherwise "not tested"."""
+    kept = ", ".join(keep["keep"]) or "none"
+    observed = keep.get("observed_drop")
+    seen = f", its cell's observed loss {observed:,.1f}" if observed is not None else ""
+    if "verdict" in keep:
+        test = f"**{keep['verdict']}** by the equivalence test of its own cell against TD3{_interval(keep)}"
+        if keep.get("p_equivalence") is not None:
+            test += f", p = {keep['p_equivalence']:.2g}"
+    else:
+        test = "not tested (a model prediction and one cell's point estimate, no test)"
+    return (
+        f"- smallest set of components to keep within the margin of {margin:,.1f}: **{kept}** (model-predicted loss "
+        f"{keep['predicted_drop']:,.1f}{seen}): {test}."
+    )
+
+
+def floor_cells(env: dict) -> list[str]:
+    """The design's cells where at least the learning rules' share of runs did not learn (report.json's
+    ``failures``): a main effect averages over them, so its ``equivalent`` is labelled "at floor"."""
+    share = LearningRules().region_failure_rate
+    cells = []
+    for variant, rates in (dig(env, "failures", "variants") or {}).items():
+        did_not_learn = (rates or {}).get("did_not_learn")
+        if did_not_learn and did_not_learn["n"] and did_not_learn["failed"] / did_not_learn["n"] >= share:
+            cells.append(variant)
+    return cells
+
+
 def factorial_lines(folder: str, env: str) -> list[str]:
-    """A factorial design's effects: the full 2^k, or a regular fraction with its alias structure named."""
+    """A factorial design's effects, sign-flipped to the removal convention and labelled as averages over the design."""
     if not (STUDIES / folder / "report.json").exists():
         return []
     study = report(folder)
     factorial = study["sections"][f"{env}: factorial analysis"]
-    section = factorial["outcomes"]["final_window"]
-    steps, reused = study["envs"][env]["training_steps"], (study["plan_declared"] or {}).get("finished_runs")
-    if reused is None:
-        declared = "plan fixed after the runs"
-    elif reused:
-        declared = f"plan declared before its own runs, with {reused} runs reused from an earlier study already finished"
-    else:
-        declared = "plan declared before the first run"
+    section = factorial["outcomes"][PRIMARY]
+    steps = study["envs"][env]["training_steps"]
     seeds, relation = len(section["seeds"]), factorial["design"]["defining_relation"]
     factors = len(factorial["design"]["factors"])
     cells = 2**factors // 2 ** len(relation)
@@ -95,163 +524,86 @@ def factorial_lines(folder: str, env: str) -> list[str]:
         title = f"The {cells}-cell fraction on {env}"
         details.append(
             f"I = {' = '.join(relation)}, resolution {roman(resolution)}: each main effect is aliased with interactions "
-            f"of {resolution - 1} or more factors, each two-factor interaction with ones of {resolution - 2} or more, "
-            "and the estimates below include them"
+            f"of {resolution - 1} or more factors"
         )
+    first = next(iter(section["main_effects"].values()), {})
     details += [
         f"{seeds} seeds per cell, {cells * seeds} runs of {steps // 1000}k steps",
-        "effects on the Yates scale, a component's mean with it on minus with it removed over every combination of the others",
-        "Wilcoxon on the per-seed effects, one family-wise alpha = 0.05 per family",
-        declared,
+        f"{len(floor_cells(study['envs'][env]))} of its {cells} cells at a floor (half or more of their runs did not learn)",
+        f"{estimate_name(first.get('test'))} of the per-seed effects",
+        plan_phrase(study),
     ]
-    main = [f"{name} {cell(e)}" for name, e in section["main_effects"].items()]
-    interactions = [f"{name} {cell(e)}" for name, e in section["interactions"].items() if e["verdict"] != "unresolved"]
-    keep = section["smallest_sufficient_set"]
+    main_verdicts = dig(factorial, "learning", "main_verdicts") or {}
+    floor = bool(floor_cells(study["envs"][env]))
+    main = []
+    for name, e in section["main_effects"].items():
+        verdict = main_verdicts.get(name) or qualified_verdict(e["verdict"], at_floor=floor)
+        shown = f"**{verdict}**" if verdict != "unresolved" else verdict
+        main.append(f"{name} {shown} {number(-e['effect'])}")
     lines = [
         "",
         f"**{title}** ({'; '.join(details)}):",
         "",
-        "- main effects: " + "; ".join(main) + ".",
-        "- two-factor interactions with a verdict: " + ("; ".join(interactions) or "none") + " (the other "
-        f"{len(section['interactions']) - len(interactions)} unresolved).",
+        "- main effects, sign flipped to 'removed minus kept' and averaged over every combination of the others, "
+        "cells where TD3 never learns included (not the effect of removing the component from TD3): " + "; ".join(main) + ".",
+        *_learning_region_lines(factorial),
     ]
+    keep = section.get("smallest_sufficient_set")
     if keep:
-        margin = section["margin"]
-        observed = keep["observed_set"]
-        if keep["confirmed"] is None:
-            check = "its cell is not one the design ran"
-        else:
-            check = (
-                f"{'confirmed' if keep['confirmed'] else 'not confirmed'} on the design's own cell: observed loss "
-                f"{keep['observed_drop']:,.1f}"
-            )
-        if observed is not None and not keep["confirmed"]:
-            check += (
-                f"; on the cells run, the fewest kept within the margin: **{', '.join(observed['keep']) or 'none'}**, "
-                f"observed loss {observed['observed_drop']:,.1f}"
-            )
-        lines.append(
-            f"- smallest set of components to keep within the margin of {margin:,.1f} (a description, not a test): "
-            f"**{', '.join(keep['keep']) or 'none'}** (model-predicted loss {keep['predicted_drop']:,.1f}; {check})."
-        )
+        lines.append(_smallest_set_line(keep, section["margin"]))
     return lines
 
 
-def sequential_lines() -> list[str]:
-    """The confirmatory group-sequential replication, once its report is committed."""
-    folder, env = SEQUENTIAL
-    if not (STUDIES / folder / "report.json").exists():
+def sequential_lines(folder: str, env: str) -> list[str]:
+    """Where each comparison of a group-sequential study stopped."""
+    outcome = dig(report(folder), "envs", env, "outcomes", PRIMARY) if (STUDIES / folder).exists() else None
+    looks = (outcome or {}).get("sequential")
+    if not looks:
         return []
-    outcome = report(folder)["envs"][env]["outcomes"]["final_window"]
-    looks, variants = outcome["sequential"], outcome["variants"]
-    order = looks["seed_order"]
     groups: dict[tuple[int, str], list[str]] = {}
     last = len(looks["looks"]) - 1
     for variant, decision in looks["decisions"].items():
         if decision["verdict"] == "open":
-            where = (last + 1, "still open (runs missing)")
+            where = (last + 1, "open (runs of the next look missing)")
         elif decision["look"] is not None:
             n = looks["looks"][decision["look"]]
             where = (decision["look"], f"decided at look {decision['look'] + 1} ({n} seeds)")
         else:
             where = (last, f"unresolved at the last look ({looks['looks'][-1]} seeds)")
-        groups.setdefault(where, []).append(f"{variant.removeprefix('no_')} {cell(variants.get(variant))}")
+        entry = outcome["variants"].get(variant)
+        shown = cell(None if entry is None else {**entry, "verdict": decision["verdict"]})
+        groups.setdefault(where, []).append(f"{variant.removeprefix('no_')} {shown}")
     return [
         "",
-        f"**A confirmatory replication on {env}** (seeds {order[0]}-{order[-1]}, which the table's Pendulum study "
-        f"never used; plan, margin and looks at {' and '.join(map(str, looks['looks']))} seeds declared before the first run, "
-        f"{looks['boundary']} alpha spending, one family-wise alpha = 0.05 over all looks; the next block of seeds "
-        "only for comparisons still open; component removed, verdict and estimate):",
+        f"**Looks of {folder} on {env}** (looks at {' and '.join(map(str, looks['looks']))} seeds, "
+        f"{looks['boundary']} alpha spending, one family-wise alpha = 0.05 over all looks):",
         "",
         *(f"- {where}: " + "; ".join(items) + "." for (_, where), items in sorted(groups.items())),
     ]
 
 
-def tuned_lines() -> list[str]:
-    """Each component removed with TD3's hyperparameters and with its own, once the tuned study's report is committed."""
-    folder, env, title = TUNED
-    if not (STUDIES / folder / "report.json").exists():
-        return []
-    section = report(folder)["sections"][title]
-    tuning = section["tuning"]
-    rows = []
-    for row in section["envs"][env]["comparisons"]:
-        recovered = "" if row["recovered"] is None else f", {row['recovered']:.0%} of the effect recovered"
-        rows.append(
-            f"{row['variant'].removeprefix('no_')}: {cell(row['default'])} with TD3's, {cell(row['own'])} with its own"
-            + recovered
-        )
-    return [
-        "",
-        f"**Every variant re-tuned for itself on {env}** ({tuning['n_trials']} Optuna trials x "
-        f"{len(tuning['seeds'])} tuning seeds per variant over {', '.join(tuning['search_space'])}, then confirmatory "
-        "seeds tuning never saw, each variant against TD3 with its own tuned hyperparameters; plan declared before "
-        "the first trial; component removed, verdict and estimate):",
-        "",
-        *(f"- {line}." for line in rows),
-    ]
-
-
-def paper_lines() -> list[str]:
-    """The TD3 paper's "TD3 - X" rows beside the 300k-step study's estimates, once its report is committed."""
-    folder, env, task = PAPER_300K
-    if not (STUDIES / folder / "report.json").exists():
-        return []
-    table = yaml.safe_load(TABLE2.read_text())
-    paper = {row["variant"]: row[task] for row in table["rows"] if row.get("variant")}
-    study = report(folder)
-    outcome = study["envs"][env]["outcomes"]["final_window"]
-    td3, looks = outcome["baseline"], outcome.get("sequential") or {}
-    reached = looks.get("looks", [])[: looks.get("reached", 0)]
-    random_return = measured_random(env)[0]  # the package's own measurement (references.yml), as the plan declared
-    progress = (td3["mean"] - random_return) / (paper["td3"] - random_return)
-    lines = [
-        "",
-        f"**The TD3 paper's question on {env} at {study['envs'][env]['training_steps'] // 1000}k steps** (the paper's "
-        f"hyperparameters with [64, 64] networks; {td3['n']} TD3 seeds at look {len(reached)} of "
-        f"{len(looks.get('looks', [])) or 1}; margin {outcome['margin']:,.1f} and failure threshold declared from a "
-        "pilot, plan committed before the first run; Wilcoxon signed-rank, Hodges-Lehmann estimate and 95% interval; "
-        f"TD3's final-window mean {td3['mean']:,.1f}, {progress:.0%} of the way from the random policy to the paper's "
-        f"TD3 at 1M steps, {paper['td3']:,.2f}; the paper's rows at 1M steps beside):",
-        "",
-    ]
-    for variant, entry in outcome["variants"].items():
-        if variant not in paper:
+def plan_record_lines() -> list[str]:
+    """Each study's plan as its manifest records it (report.json's ``plan_declared``, its note in full)."""
+    folders = sorted({s.folder for c in CONDITIONS for s in c.sources} | {f for f, _ in FACTORIALS})
+    lines = ["", "**Each study's plan, as its manifest records it:**", ""]
+    for folder in folders:
+        if not (STUDIES / folder / "report.json").exists():
             continue
-        paper_effect = paper[variant] - paper["td3"]
-        verdict = (looks.get("decisions") or {}).get(variant, {}).get("verdict", entry["verdict"])
-        if verdict == "differs":
-            agrees = (entry["effect"] < 0) == (paper_effect < 0)
-            reading = "the paper's direction reproduced" if agrees else "**against the paper's direction**"
-        elif verdict == "equivalent":
-            reading = "the paper's effect not seen at this budget"
-        else:
-            reading = "open until the design's next look" if verdict == "open" else "not resolved"
-            if entry.get("seeds_needed"):
-                reading += f" (about {entry['seeds_needed']} seed pairs for 80% power at this effect)"
-        low, high = entry["ci"] if entry.get("ci") else (None, None)
-        interval = f" [{low:+,.0f}, {high:+,.0f}]" if low is not None else ""
-        lines.append(
-            f"- {variant.removeprefix('no_')} removed: **{verdict}** {entry['effect']:+,.0f}{interval}; the paper: "
-            f"{paper_effect:+,.0f} ({paper[variant]:,.2f} against {paper['td3']:,.2f}); {reading}."
-        )
+        study = report(folder)
+        note = (study.get("plan_declared") or {}).get("note")
+        lines.append(f"- {folder}: {plan_phrase(study)}{f' ({note})' if note else ''}.")
     return lines
 
 
-def answer() -> str:
+def detail() -> str:
+    """The answer's detail, for docs/results/index.md."""
     lines = [
-        "Primary outcome: the mean return over the final 10% of training. Cells: the verdict and the paired estimate "
-        "(Hodges-Lehmann, return units) of removing the component from full TD3, 10 seed pairs per task, Wilcoxon "
-        "signed-rank test for `differs`, the sign-flip TOST of the mean for `equivalent`, one family-wise alpha = "
-        "0.05 per task. `unresolved` is not 'no effect'. Hopper, HalfCheetah and LunarLander have no published "
-        "reference at these budgets, so no margin and no `equivalent` there. All plans of these leave-one-out "
-        "studies were fixed after their runs (their reports say so).",
-        "",
-        *leave_one_out_table(),
+        "The factorial designs, on the removal convention (their main effects flipped), where each comparison of the "
+        "sequential designs stopped, and each study's plan.",
         *(line for folder, env in FACTORIALS for line in factorial_lines(folder, env)),
-        *sequential_lines(),
-        *tuned_lines(),
-        *paper_lines(),
+        *sequential_lines("pendulum-sequential", "Pendulum-v1"),
+        *sequential_lines(*PAPER_300K[:2]),
+        *plan_record_lines(),
     ]
     return "\n".join(lines) + "\n"
 

@@ -1,5 +1,5 @@
-"""Reading committed report.json files by key: the generators of docs pages (answer_key.py, algorithm_pages.py) use
-only fields that are there, since reports gain fields over time."""
+"""Reading committed report.json files by key: the generators of docs pages (answer_key.py, algorithm_pages.py,
+readme_answer.py, docs_results.py) use only fields that are there, since reports gain fields over time."""
 
 from __future__ import annotations
 
@@ -13,3 +13,46 @@ def dig(data: Any, *keys: str) -> Any:
             return None
         data = data[key]
     return data
+
+
+def estimate_name(test: str | None) -> str:
+    """What a comparison's ``effect`` is, from its ``test`` as report.json writes it: the Wilcoxon signed-rank test's
+    Hodges-Lehmann estimate, the trimmed mean of the trimmed sign-flip test, else the mean of the differences."""
+    difference_test = (test or "").split(";")[0]
+    if "Hodges-Lehmann" in difference_test:
+        return "HL"
+    if "trimmed" in difference_test:
+        return "trimmed mean"
+    return "mean"
+
+
+def number(value: float | None) -> str:
+    """A return-scale number with its sign: one decimal below 10 in size, none above (``n/a`` for None)."""
+    if value is None:
+        return "n/a"
+    return f"{value:+,.1f}" if abs(value) < 10 else f"{value:+,.0f}"
+
+
+def plan_phrase(report: dict) -> str:
+    """
+    How a study's plan relates to its runs, in the words of the report's own banner, from report.json: its
+    ``plan_declared`` (the manifest's record: ``at``, ``finished_runs``), and where present ``amendments`` (each with
+    ``at``, ``finished_runs``, ``reason``) and ``provenance.reused`` (the runs reused from other studies). Never typed
+    by hand: a corrected manifest corrects the sentence.
+    """
+    declared = report.get("plan_declared") or {}
+    finished, at = declared.get("finished_runs"), declared.get("at")
+    when = f" ({at[:10]})" if at else ""
+    if finished == 0:
+        text = f"plan declared before the first run{when}"
+    else:
+        runs = f"{finished} runs" if finished else "its runs"
+        text = f"plan fixed after {runs} had finished{when}: a re-analysis, not a confirmatory test"
+    amendments = report.get("amendments")
+    if isinstance(amendments, list) and amendments:
+        reasons = "; ".join(str(a.get("reason", "")) for a in amendments if isinstance(a, dict))
+        text += f"; amended {len(amendments)} time{'s' if len(amendments) > 1 else ''} after runs ({reasons})"
+    reused = dig(report, "provenance", "reused")
+    if isinstance(reused, list) and reused:
+        text += f"; {len(reused)} runs reused from other studies"
+    return text
