@@ -225,16 +225,14 @@ def estimate(entry: dict, env: dict, interval: bool = True) -> str:
 
 
 def agreement(found: list[Measured]) -> str:
-    """The Kruskal-Wallis test of the replicates' per-seed differences (independent runs: the studies' engines and
-    streams differ even on the same seed numbers); empty for one replicate."""
-    groups = [m.entry.get("differences") for m in found]
-    if len(found) < 2 or any(not g for g in groups):
+    """The Kruskal-Wallis test of the replicates' per-seed differences, treated as independent samples (the studies'
+    runs differ even on the same seed numbers: engines, group sizes); empty for one replicate."""
+    groups = [np.asarray(m.entry.get("differences") or [], dtype=float) for m in found]
+    if len(found) < 2 or any(not len(g) for g in groups):
         return ""
-    try:
-        p = stats.kruskal(*(np.asarray(g, dtype=float) for g in groups)).pvalue
-    except ValueError:  # every difference identical: nothing to rank
+    if np.ptp(np.concatenate(groups)) == 0:  # every difference identical: nothing to rank
         return "; Kruskal-Wallis: all differences equal"
-    return f"; Kruskal-Wallis p = {p:.2g}"
+    return f"; Kruskal-Wallis p = {stats.kruskal(*groups).pvalue:.2g}"
 
 
 def replicates_text(answer: Measured, found: list[Measured]) -> str:
@@ -348,7 +346,9 @@ def condition_lines(condition: Condition) -> list[str]:
         return []
     steps = lead.env_entry["training_steps"]
     studies = "; ".join(
-        f"{m.label}: {m.source.design}, seeds {seed_range(m.env_entry['seeds'])}, {plan_phrase(m.report)}"
+        f"{m.label}: {m.source.design}, seeds {seed_range(m.env_entry['seeds'])}"
+        + (f", a family of {m.entry['family_size']} comparisons" if m.entry.get("family_size") else "")
+        + f", {plan_phrase(m.report)}"
         for m in sorted(used, key=lambda m: condition.sources.index(m.source))
     )
     lines = [

@@ -1,0 +1,162 @@
+"""The README's answer (tools/readme_answer.py) follows the committed reports: one row per (condition, component) on
+the removal convention, the answer chosen by its declared rule, replicates tested for agreement, plan phrases from
+report.json, a smallest set called confirmed only by a test, and the fields other analyses add (``learning``) used
+where a report has them. Each test edits a copy of the committed report.json files."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import readme_answer  # noqa: E402
+from report_fields import estimate_name, plan_phrase  # noqa: E402
+
+WILCOXON = "Wilcoxon signed-rank test (Hodges-Lehmann estimate, exact interval); equivalence: TOST with the sign-flip"
+
+
+@pytest.fixture
+def studies(tmp_path, monkeypatch):
+    """A copy of every committed report.json, which readme_answer reads instead of docs/studies/."""
+    for path in (ROOT / "docs" / "studies").glob("*/report.json"):
+        (tmp_path / path.parent.name).mkdir()
+        shutil.copy(path, tmp_path / path.parent.name / "report.json")
+    monkeypatch.setattr(readme_answer, "STUDIES", tmp_path)
+    return tmp_path
+
+
+def _edit(studies: Path, folder: str, change) -> None:
+    path = studies / folder / "report.json"
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _row(text: str, heading: str, component: str) -> str:
+    """The table row of ``component`` under the condition whose heading starts with ``heading``."""
+    block = text.split(f"**{heading}")[1].split("\n**")[0]
+    return next(line for line in block.splitlines() if line.startswith(f"| {component} |"))
+
+
+def test_estimates_are_named_for_their_test():
+    assert estimate_name(WILCOXON) == "HL"
+    assert estimate_name("sign-flip permutation test of the mean; equivalence: TOST with the Wilcoxon") == "mean"
+    assert estimate_name("sign-flip permutation test of the 20% trimmed mean") == "trimmed mean"
+
+
+def test_plan_phrases_follow_the_manifest_record():
+    assert plan_phrase({"plan_declared": {"finished_runs": 0, "at": "2026-11-25T07:01:10+0000"}}) == (
+        "plan declared before the first run (2026-11-25)"
+    )
+    late = plan_phrase({"plan_declared": {"finished_runs": 40}})
+    assert late == "plan fixed after 40 runs had finished: a re-analysis, not a confirmatory test"
+    amended = plan_phrase({
+        "plan_declared": {"finished_runs": 0},
+        "amendments": [{"reason": "equivalence test changed", "finished_runs": 640}],
+        "provenance": {"reused": [{"run": 1}, {"run": 2}]},
+    })  # fmt: skip
+    assert "amended 1 time after runs (equivalence test changed)" in amended and "2 runs reused" in amended
+
+
+def test_the_committed_answer_reads_one_convention(studies):
+    """Rows are 'removed minus TD3'; factorial main effects ('with minus without') appear flipped, in the detail."""
+    text = readme_answer.answer()
+    row = _row(text, "Pendulum-v1, 20k", "target_networks")
+    assert row.startswith("| target_networks | **differs** HL -88 [-136, -37] (pendulum-sequential, seeds 10-19) |")
+    assert "pendulum (seeds 0-9): **differs** HL -27" in row and "pendulum-tuned (seeds 0-9): **differs** HL -283" in row
+    assert "Kruskal-Wallis p = " in row
+    cheetah = _row(text, "HalfCheetah-v5, 100k", "clipped_double_q")
+    assert "multitask, replication (seeds 10-19): **differs** HL -552" in cheetah
+    assert "of the effect recovered" not in text and "Yates" not in text
+    detail = readme_answer.detail()
+    assert "replay_buffer **differs** -1,212" in detail  # the 2^6 main effect +1,212, flipped
+    assert "target_policy_smoothing **equivalent (at floor)** -11" in detail  # averaged over cells without replay
+
+
+def test_the_answer_is_chosen_by_the_declared_rule(studies):
+    """The study declared before its first run answers; if it was not, the next one that was (then most seeds)."""
+    assert "(pendulum-sequential, seeds 10-19)" in _row(readme_answer.answer(), "Pendulum-v1, 20k", "target_networks")
+    _edit(studies, "pendulum-sequential", lambda d: d["plan_declared"].update(finished_runs=70))
+    row = _row(readme_answer.answer(), "Pendulum-v1, 20k", "target_networks")
+    assert "(pendulum-2x6, seeds 0-9)" in row.split("|")[2]
+    assert "pendulum-sequential (seeds 10-19): **differs** HL -88" in row
+
+
+def test_a_changed_report_changes_the_row(studies):
+    def change(data):
+        entry = data["envs"]["Hopper-v5"]["outcomes"]["final_window"]["variants"]["no_clipped_double_q"]
+        entry.update(verdict="differs", effect=-400.0, ci=[-600.0, -200.0])
+        auc = data["envs"]["Hopper-v5"]["outcomes"]["auc"]["variants"]["no_clipped_double_q"]
+        auc.update(verdict="differs", effect=+50.0, ci=[10.0, 90.0])
+
+    _edit(studies, "multitask", change)
+    row = _row(readme_answer.answer(), "Hopper-v5, 100k", "clipped_double_q")
+    assert "**differs** HL -400 [-600, -200]" in row
+    assert row.endswith("| area under the curve: **differs** HL +50 [+10, +90] |")  # the other direction: shown
+
+
+def test_replicates_that_disagree_are_flagged_by_their_test():
+    def measured(differences):
+        entry = {"verdict": "differs", "effect": float(sum(differences)) / len(differences), "differences": differences}
+        return readme_answer.Measured(readme_answer.Source("x", "d"), {}, {"seeds": [0]}, entry)
+
+    apart = readme_answer.agreement([measured([-1.0, -2, -3, -4, -5, -6]), measured([-300.0, -310, -320, -330, -340])])
+    assert float(apart.split("= ")[1]) < 0.05
+    together = readme_answer.agreement([measured([-1.0, -2, -3, -4]), measured([-1.5, -2.5, -3.5, -4.5])])
+    assert float(together.split("= ")[1]) > 0.5
+    assert readme_answer.agreement([measured([0.0, 0.0]), measured([0.0, 0.0])]).endswith("all differences equal")
+    assert readme_answer.agreement([measured([1.0, 2.0])]) == ""
+
+
+def test_secondary_outcomes_shown_only_where_they_disagree():
+    primary = {"verdict": "equivalent", "effect": -1.0}
+    assert readme_answer.disagrees(primary, {"verdict": "differs", "effect": 100.0}, "auc")
+    assert not readme_answer.disagrees(primary, {"verdict": "equivalent", "effect": 2.0}, "auc")
+    assert not readme_answer.disagrees(primary, {"verdict": "unresolved", "effect": 50.0}, "auc")
+    harm = {"verdict": "differs", "effect": -80.0}
+    assert readme_answer.disagrees(harm, {"verdict": "differs", "effect": 30.0}, "last")
+    assert not readme_answer.disagrees(harm, {"verdict": "differs", "effect": 30.0}, "overestimation")
+
+
+def test_the_smallest_set_is_confirmed_only_by_a_test(studies):
+    assert "**replay_buffer, target_networks**" in readme_answer.detail()
+    assert "confirmed" not in readme_answer.detail().split("Hopper-v5** (")[1].split("\n\n**")[0]
+
+    def tested(data):
+        keep = data["sections"]["Hopper-v5: factorial analysis"]["outcomes"]["final_window"]["smallest_sufficient_set"]
+        keep.update(verdict="not confirmed", ci=[-349.0, 253.0], p_equivalence=0.28)
+
+    _edit(studies, "hopper-half-fraction", tested)
+    hopper = readme_answer.detail().split("Hopper-v5** (")[1].split("\n\n**")[0]
+    assert "**not confirmed** by the equivalence test of its own cell against TD3 [-349, +253], p = 0.28" in hopper
+
+
+def test_the_learning_fields_are_used_where_a_report_has_them(studies):
+    """Budget progress, failure rates with their test and the ceiling label come from ``learning`` when present;
+    without it the answer falls back to what the report has."""
+    row = _row(readme_answer.answer(), "Pendulum-v1, 20k", "clipped_double_q")
+    assert "| 0/20 vs 0/20 |" in row and "(at ceiling)" not in row
+
+    def learned(data):
+        data["envs"]["Pendulum-v1"]["learning"] = {
+            "threshold": -1165.5,
+            "threshold_how": "the random policy's return plus 5% of the span",
+            "budget": {"td3_mean": -150.0, "fraction": 0.99, "random": -1218.9, "reference": -151.9,
+                       "reference_budget": 20000},
+            "ceiling": {"at_ceiling": True},
+            "two_arm": {"no_clipped_double_q": {"variant": {"failed": 3, "n": 20}, "baseline": {"failed": 0, "n": 20},
+                                                "p_failure": 0.25}},
+        }  # fmt: skip
+
+    _edit(studies, "pendulum-sequential", learned)
+    text = readme_answer.answer()
+    row = _row(text, "Pendulum-v1, 20k", "clipped_double_q")
+    assert row.startswith("| clipped_double_q | **equivalent (at ceiling)** HL +1.2")
+    assert "| 3/20 vs 0/20 (p = 0.25) |" in row
+    heading = text.split("**Pendulum-v1, 20k")[1].split("\n")[0]
+    assert "-150.0 (pendulum-sequential) is 99% of the way" in heading and "**At ceiling**" in heading
+    assert "below -1,165.5 (the random policy's return plus 5% of the span)" in heading
