@@ -36,6 +36,7 @@ from report_fields import dig, estimate_name, number, plan_phrase
 from scipy import stats
 
 from sb3_ablation.study.analyse.budget import qualified_verdict
+from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.plan.designs import roman
 from sb3_ablation.study.plan.learning_rules import LearningRules, paper_reference, random_return
 
@@ -133,12 +134,14 @@ def _reports(sources: tuple[Source, ...]) -> dict[str, dict]:
     return {s.folder: report(s.folder) for s in sources if (STUDIES / s.folder / "report.json").exists()}
 
 
-def cell(entry: dict | None) -> str:
-    """A comparison's verdict and estimate, e.g. ``**differs** -27`` (``—``: no comparison)."""
+def cell(entry: dict | None, name: str = "") -> str:
+    """A comparison's verdict and estimate, e.g. ``**differs** HL -27`` (``—``: no comparison; ``name``: the
+    estimate's name, where the entry has no ``test`` to take it from)."""
     if entry is None:
         return "—"
     verdict = entry["verdict"]
-    value = number(entry["effect"])
+    name = name or (estimate_name(entry["test"]) if entry.get("test") else "")
+    value = f"{name} {number(entry['effect'])}" if name else number(entry["effect"])
     return f"**{verdict}** {value}" if verdict != "unresolved" else f"unresolved {value}"
 
 
@@ -347,7 +350,7 @@ def condition_lines(condition: Condition) -> list[str]:
     steps = lead.env_entry["training_steps"]
     studies = "; ".join(
         f"{m.label}: {m.source.design}, seeds {seed_range(m.env_entry['seeds'])}"
-        + (f", a family of {m.entry['family_size']} comparisons" if m.entry.get("family_size") else "")
+        + (f", {m.entry['family_size']} comparisons in its family" if m.entry.get("family_size") else "")
         + f", {plan_phrase(m.report)}"
         for m in sorted(used, key=lambda m: condition.sources.index(m.source))
     )
@@ -403,35 +406,52 @@ def answer() -> str:
 # ----------------------------------------------------------------------------------------------------------------------
 
 
+def _condition_spread(folder: str, env: str, variant: str) -> str:
+    """`` (the condition's 4 studies: -283 to -27)``: the range of the estimates of the condition that
+    ``folder`` replicates ("" where it has no other study)."""
+    for condition in CONDITIONS:
+        if condition.env == env and any(s.folder == folder and s.part == "envs" for s in condition.sources):
+            found = measurements(condition, variant, _reports(condition.sources))
+            if len(found) > 1:
+                effects = sorted(m.entry["effect"] for m in found)
+                return f" (the condition's {len(found)} studies: {number(effects[0])} to {number(effects[-1])})"
+    return ""
+
+
 def tuned_lines() -> list[str]:
-    """The components whose removal differs with either set of hyperparameters, both arms side by side. The tuned
-    study's "share of the effect recovered" ratio is not given: report.json holds no per-seed differences of the tuned
-    arm, so no interval over seeds can be given from it, and its denominator (the default arm) disagrees with the other
-    replicates of the same condition (the Pendulum table), so the ratio's size depends on which replicate it divides."""
+    """The components whose removal differs with either set of hyperparameters, both arms side by side, with the
+    spread of the condition's estimates of the same removal. The tuned study's "share of the effect recovered" ratio is
+    not given: its denominator is one of those estimates, which spread widely over the condition's studies, and
+    report.json holds no per-seed differences of the tuned arm, so no interval over seeds can be put on it."""
     folder, env, title = TUNED
     if not (STUDIES / folder / "report.json").exists():
         return []
-    section = report(folder)["sections"][title]
+    study = report(folder)
+    section, name = study["sections"][title], estimate_name(TEST_NAMES.get(study["plan"]["test"]))
     tuning = section["tuning"]
-    rows = []
+    rows, others = [], []
     for row in section["envs"][env]["comparisons"]:
         default, own = row["default"], row["own"]
         if default is None or own is None or "differs" not in (default["verdict"], own["verdict"]):
+            others.append(row)
             continue
         rows.append(
-            f"{row['variant'].removeprefix('no_')} {cell(own)}{_interval(own)} with its own against {cell(default)}"
-            f"{_interval(default)} with TD3's"
+            f"{row['variant'].removeprefix('no_')} {cell(own, name)}{_interval(own)} with its own against "
+            f"{cell(default, name)}{_interval(default)} with TD3's" + _condition_spread(folder, env, row["variant"])
         )
     if not rows:
         return []
+    equivalent = all(r["default"] and r["own"] and r["default"]["verdict"] == r["own"]["verdict"] == "equivalent"
+                     for r in others)  # fmt: skip
+    rest = "the others equivalent with both" if equivalent else "no other `differs` with either"
     return [
         "",
         f"Re-tuned for itself ({folder}, {tuning['n_trials']} Optuna trials x {len(tuning['seeds'])} tuning seeds per "
-        f"variant over {', '.join(tuning['search_space'])}, then seeds tuning never saw; the others stay equivalent): "
+        f"variant over {', '.join(tuning['search_space'])}, then seeds tuning never saw; {rest}): "
         + "; ".join(rows)
-        + ". No share of the effect 'recovered' is given: the arm with TD3's hyperparameters disagrees with the other "
-        "studies of the condition, and the report holds no per-seed differences of the tuned arm to put an interval "
-        "on the ratio.",
+        + ". No share of the effect 'recovered' by re-tuning is given: its denominator is one of the condition's "
+        "estimates, and the report holds no per-seed differences of the tuned arm to put an interval over seeds on "
+        "the ratio.",
     ]
 
 
