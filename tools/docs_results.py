@@ -196,7 +196,7 @@ def index_page(folders: list[Path]) -> str:
         "# Results",
         "",
         "What the committed studies (`docs/studies/<name>/`: their plan, run records, report and figures) say. The "
-        "same table opens the README. How to read the verdicts: [Reading a report](../statistics.md).",
+        "same answer opens the README. How to read the verdicts: [Reading a report](../statistics.md).",
         "",
         "## The answer",
         "",

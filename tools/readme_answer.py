@@ -199,7 +199,7 @@ def measurements(condition: Condition, variant: str, reports: dict[str, dict]) -
         study = reports.get(source.folder)
         entry = env_entry(study, source, condition.env) if study else None
         comparison = dig(entry, "outcomes", PRIMARY, "variants", variant)
-        if comparison is not None and comparison.get("effect") is not None:
+        if study is not None and entry is not None and comparison is not None and comparison.get("effect") is not None:
             # a sequential design's verdict is its decision (open until the next look)
             decided = dig(entry, "outcomes", PRIMARY, "sequential", "decisions", variant, "verdict")
             found.append(Measured(source, study, entry, {**comparison, "verdict": decided or comparison["verdict"]}))
@@ -332,7 +332,9 @@ def failure_rule(m: Measured) -> str:
 
 def condition_lines(condition: Condition) -> list[str]:
     reports = _reports(condition.sources)
-    rows, used, lead = [], [], None
+    rows: list[str] = []
+    used: list[Measured] = []
+    lead: Measured | None = None
     for switch in SWITCHES:
         variant = f"no_{switch}"
         found = measurements(condition, variant, reports)
@@ -546,7 +548,7 @@ def factorial_lines(folder: str, env: str) -> list[str]:
             f"I = {' = '.join(relation)}, resolution {roman(resolution)}: each main effect is aliased with interactions "
             f"of {resolution - 1} or more factors"
         )
-    first = next(iter(section["main_effects"].values()), {})
+    first: dict = next(iter(section["main_effects"].values()), {})
     details += [
         f"{seeds} seeds per cell, {cells * seeds} runs of {steps // 1000}k steps",
         f"{len(floor_cells(study['envs'][env]))} of its {cells} cells at a floor (half or more of their runs did not learn)",
@@ -590,7 +592,7 @@ def sequential_lines(folder: str, env: str) -> list[str]:
             where = (decision["look"], f"decided at look {decision['look'] + 1} ({n} seeds)")
         else:
             where = (last, f"unresolved at the last look ({looks['looks'][-1]} seeds)")
-        entry = outcome["variants"].get(variant)
+        entry = (outcome or {})["variants"].get(variant)
         shown = cell(None if entry is None else {**entry, "verdict": decision["verdict"]})
         groups.setdefault(where, []).append(f"{variant.removeprefix('no_')} {shown}")
     return [

@@ -160,3 +160,14 @@ def test_the_learning_fields_are_used_where_a_report_has_them(studies):
     heading = text.split("**Pendulum-v1, 20k")[1].split("\n")[0]
     assert "-150.0 (pendulum-sequential) is 99% of the way" in heading and "**At ceiling**" in heading
     assert "below -1,165.5 (the random policy's return plus 5% of the span)" in heading
+
+
+def test_the_papers_rows_stand_beside_the_answer():
+    """The Results page's Table 2 comparison shows each condition's answer (its verdict and named estimate), one paper
+    column per task."""
+    import docs_results
+
+    lines = docs_results.paper_lines()
+    header = next(line for line in lines if line.startswith("| component removed |"))
+    assert header.count("paper, Hopper, 1M") == 1 and "Hopper-v5, 300k, the TD3 paper's hyperparameters" in header
+    assert "| delayed_policy_update | -897 | unresolved HL -53 | **open** HL +964 | +58 | unresolved HL -73 |" in lines
