@@ -171,3 +171,26 @@ def test_the_papers_rows_stand_beside_the_answer():
     header = next(line for line in lines if line.startswith("| component removed |"))
     assert header.count("paper, Hopper, 1M") == 1 and "Hopper-v5, 300k, the TD3 paper's hyperparameters" in header
     assert "| delayed_policy_update | -897 | unresolved HL -53 | **open** HL +964 | +58 | unresolved HL -73 |" in lines
+
+
+def test_a_factorials_learning_region_is_shown_where_its_report_has_it(studies):
+    """With the factorial's ``learning`` key: the region, the effects within it (flipped to removal) in the README
+    and the detail, and the main effects' verdicts as the analysis gives them; without it, none of that."""
+    assert "learning region" not in readme_answer.answer()
+
+    def learned(data):
+        section = data["sections"]["Hopper-v5: factorial analysis"]
+        effect = {"verdict": "unresolved", "effect": 39.9, "ci": [-194.0, 146.0], "test": WILCOXON}
+        section["learning"] = {
+            "region": {"how": "the cells with replay_buffer and target_networks on"},
+            "conditional": {"effects": {"deterministic_policy": effect}},
+            "main_verdicts": {"deterministic_policy": "unresolved (at floor)"},
+        }
+
+    _edit(studies, "hopper-half-fraction", learned)
+    text, detail = readme_answer.answer(), readme_answer.detail()
+    assert "Within the learning region of hopper-half-fraction (Hopper-v5):" in text
+    expected = "- removed within the learning region (sign flipped): deterministic_policy unresolved HL -40."
+    assert expected in text and expected in detail
+    assert "- learning region: the cells with replay_buffer and target_networks on." in detail
+    assert "deterministic_policy **unresolved (at floor)** -38" in detail
