@@ -35,6 +35,7 @@ import yaml
 from report_fields import dig, estimate_name, number, plan_phrase
 from scipy import stats
 
+from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.budget import qualified_verdict
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.plan.designs import roman
@@ -352,7 +353,7 @@ def condition_lines(condition: Condition) -> list[str]:
     steps = lead.env_entry["training_steps"]
     studies = "; ".join(
         f"{m.label}: {m.source.design}, seeds {seed_range(m.env_entry['seeds'])}"
-        + (f", {m.entry['family_size']} comparisons in its family" if m.entry.get("family_size") else "")
+        + (f", {plural(m.entry['family_size'], 'comparison')} in its family" if m.entry.get("family_size") else "")
         + f", {plan_phrase(m.report)}"
         for m in sorted(used, key=lambda m: condition.sources.index(m.source))
     )
