@@ -376,6 +376,14 @@ def test_the_calibration_smoke_run_writes_every_candidate(tmp_path, monkeypatch)
                 rates = [r for rates in by_family.values() for r in rates.values() if not math.isnan(r)]
                 assert rates and all(0.0 <= r <= 1.0 for r in rates)
     assert "## Scenarios that look like the studies" in table and "verdicts unavailable" in table
+    # each factorial replication found one learning region from its failures; Hopper's floors need both switches on
+    factorials = {s["name"] for s in study["scenarios"] if s["design"] != "family"}
+    assert set(study["regions"]) == factorials
+    for name, by_n in study["regions"].items():
+        for shares in by_n.values():
+            assert sum(shares.values()) == pytest.approx(1.0)
+            if "Hopper floors" in name:
+                assert max(shares, key=shares.get) == "replay_buffer, target_networks"
 
 
 def test_the_default_test_is_the_committed_calibrations_choice():
