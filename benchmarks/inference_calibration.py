@@ -3,12 +3,19 @@ interval coverage and equivalence behaviour when a few seeds collapse; chooses t
 
     OMP_NUM_THREADS=1 python benchmarks/inference_calibration.py            # writes docs/calibration.{md,json}
     OMP_NUM_THREADS=1 python benchmarks/inference_calibration.py --quick --out /tmp/calibration
+    OMP_NUM_THREADS=1 python benchmarks/inference_calibration.py --reuse old-calibration.json --study-reps 1000
 
 Each replication draws n seeds of two arms, baseline and variant, and tests the per-seed differences (variant -
 baseline) with every candidate test exactly as the report runs it (``paired_tests.paired_p_values`` and
 ``paired_tests.tost_p_value`` with the library's resampling seed 0). The seed's shared component cancels in the difference,
 so an arm's return is its own noise (SD 1/sqrt(2): clean differences have SD 1, the unit of every number here), plus
 the shift for the variant, minus a drop of Uniform(10, 30) SDs on a seed where that arm fails (catastrophic failure).
+
+The scenarios that look like the studies (``--study-reps`` replications, 10 seeds) run each (test, equivalence test)
+pair a plan can name through the report's own path: six variants sharing one TD3 arm, failures in the variant only,
+the Hopper half fraction's bimodal returns at its failure rates, and null 2^6 and 2^(6-1) factorials read as Yates
+effects, with the learning region found from the failures, floor-labelled main effects and the conditional effects
+within the region. The plan's default pair must follow from them (:func:`defaults_follow`; a unit test checks it).
 """
 
 from __future__ import annotations
@@ -31,8 +38,10 @@ from sb3_ablation.study.analyse import family_verdicts, paired_methods, paired_t
 from sb3_ablation.study.analyse.effects import per_seed_effects
 from sb3_ablation.study.analyse.family_verdicts import DIFFERS, EQUIVALENT, UNRESOLVED
 from sb3_ablation.study.analyse.inference import compare_family
+from sb3_ablation.study.analyse.learning_region import LearningRegion, conditional_effects, floor_verdict, learning_region
 from sb3_ablation.study.plan import analysis_plan
 from sb3_ablation.study.plan.designs import Design, effect_words, full_factorial, half_fraction
+from sb3_ablation.study.plan.learning_rules import LearningRules
 from sb3_ablation.switches import SWITCHES
 
 ALPHA = 0.05
@@ -235,6 +244,11 @@ HOPPER_FLOOR = 100.0
 HOPPER_JITTER = 1.0
 #: components whose switches decide whether Hopper learns at all in the fraction (the learning region: both on)
 LEARNING_SWITCHES = ("replay_buffer", "target_networks")
+#: a run with normal returns failed when its return is below this (SD units): a clean run's noise (SD 1/sqrt(2))
+#: essentially never goes there, a failed run's drop of Uniform(DROP) SDs always does
+NORMAL_FLOOR = -5.0
+#: the learning region's rule, as the report applies it (the package's defaults, declared beside the plan)
+RULES = LearningRules()
 
 
 @cache
@@ -376,14 +390,20 @@ def _runs(scenario: StudyScenario, rng: np.random.Generator, shape: tuple[int, .
     return values + HOPPER_JITTER * rng.standard_normal(shape)
 
 
-def family_differences(scenario: StudyScenario, rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
-    """``(reps, FAMILY, n)`` per-seed differences of six variants against one TD3 arm they share."""
+def family_runs(scenario: StudyScenario, rng: np.random.Generator, reps: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The returns of six variants, ``(reps, FAMILY, n)``, and of the one TD3 arm they share, ``(reps, 1, n)``."""
     baseline = _runs(scenario, rng, (reps, 1, n), scenario.fail_baseline)
     variants = _runs(scenario, rng, (reps, FAMILY, n), scenario.fail_variant)
     if scenario.returns == "normal":
         variants = variants + scenario.shift
     else:  # the shift acts on the runs that learn (a failed run sits at the floor whatever the component)
         variants = variants + scenario.shift * (variants >= HOPPER_FLOOR)
+    return variants, baseline
+
+
+def family_differences(scenario: StudyScenario, rng: np.random.Generator, reps: int, n: int) -> np.ndarray:
+    """``(reps, FAMILY, n)`` per-seed differences of six variants against one TD3 arm they share."""
+    variants, baseline = family_runs(scenario, rng, reps, n)
     return variants - baseline
 
 
@@ -406,18 +426,15 @@ def factorial_values(scenario: StudyScenario, rng: np.random.Generator, reps: in
     return values
 
 
-def _family_rates(
-    d: np.ndarray, test: str, equivalence_test: str, margin: float, null: np.ndarray, check: int = 0
-) -> dict[str, float]:
+def _family_verdicts(
+    d: np.ndarray, test: str, equivalence_test: str, margin: float, check: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """
     The verdicts of ``(reps, m, n)`` families as the report decides them (``inference.compare_family``: the plan's
     test for differs, its equivalence test for TOST, :func:`family_verdicts.decide_family` over the family).
 
-    :param null: ``(m,)`` which comparisons the error counts (the null ones for differs, those at or beyond the
-        margin for equivalent)
     :param check: decide this many families with ``compare_family`` itself and require the same verdicts
-    :return: the share of families with a ``differs`` / ``equivalent`` among the ``null`` comparisons, and the share
-        of comparisons called ``differs`` / ``equivalent`` among them and among the others
+    :return: ``(reps, m)`` ``differs`` and ``equivalent``
     """
     reps, m, n = d.shape
     flat = d.reshape(reps * m, n)
@@ -434,97 +451,202 @@ def _family_rates(
         for j, verdict in enumerate(family_verdicts.decide_family(results, ALPHA, exclusive)):
             differs[r, j] = verdict.verdict == family_verdicts.DIFFERS
             equivalent[r, j] = verdict.verdict == family_verdicts.EQUIVALENT
-    for r in range(check):
+    for r in range(min(check, reps)):
         names = [str(j) for j in range(m)]
         report = compare_family(dict(zip(names, d[r], strict=True)), ALPHA, margin, 0.8, 2, test, 0, equivalence_test)
         verdicts = [report[name].verdict for name in names]
         expected = [DIFFERS if a else EQUIVALENT if b else UNRESOLVED for a, b in zip(differs[r], equivalent[r], strict=True)]
         if verdicts != expected:
             raise AssertionError(f"vectorised verdicts {expected} disagree with compare_family's {verdicts}")
+    return differs, equivalent
+
+
+def _rates(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dict[str, float]:
+    """
+    Error and verdict rates of families, pooled over parts (replications whose families differ, e.g. by region).
+
+    :param parts: ``(differs, equivalent, null)``: ``(reps, m)`` verdicts and ``(m,)`` which comparisons the error
+        counts (the null ones for differs, those at or beyond the margin for equivalent)
+    :return: the share of families with a ``differs`` / ``equivalent`` among the ``null`` comparisons, and the share
+        of comparisons called ``differs`` / ``equivalent`` among them and among the others
+    """
+    reps = sum(len(differs) for differs, _, _ in parts)
+    counts = dict.fromkeys(("any_differs", "any_equivalent"), 0.0)
+    shares: dict[str, list[np.ndarray]] = {k: [] for k in ("differs", "equivalent", "differs_others", "equivalent_others")}
+    for differs, equivalent, null in parts:
+        null = np.asarray(null, dtype=bool)
+        counts["any_differs"] += float((differs[:, null]).any(axis=1).sum()) if null.any() else 0.0
+        counts["any_equivalent"] += float((equivalent[:, null]).any(axis=1).sum()) if null.any() else 0.0
+        for key, verdicts in (("differs", differs), ("equivalent", equivalent)):
+            shares[key].append(verdicts[:, null].ravel())
+            shares[f"{key}_others"].append(verdicts[:, ~null].ravel())
+    pooled = {key: np.concatenate(values) for key, values in shares.items()}
     return {
-        "any_differs": float(np.mean(differs[:, null].any(axis=1))),
-        "any_equivalent": float(np.mean(equivalent[:, null].any(axis=1))),
-        "differs": float(np.mean(differs[:, null])) if null.any() else math.nan,
-        "equivalent": float(np.mean(equivalent[:, null])) if null.any() else math.nan,
-        "differs_others": float(np.mean(differs[:, ~null])) if (~null).any() else math.nan,
-        "equivalent_others": float(np.mean(equivalent[:, ~null])) if (~null).any() else math.nan,
+        "any_differs": counts["any_differs"] / reps,
+        "any_equivalent": counts["any_equivalent"] / reps,
+        **{key: float(np.mean(values)) if len(values) else math.nan for key, values in pooled.items()},
     }
 
 
-def _conditional_effects(design: Design, values: np.ndarray, components: Sequence[str]) -> np.ndarray:
-    """
-    ``(reps, components, n)`` per-seed effects within the learning region (replay buffer and target networks on):
-    the mean of the region's cells with the component on minus those with it off.
-    """
-    region = np.array([all(cell[s] for s in LEARNING_SWITCHES) for cell in design.cells])
-    rows = []
-    for component in components:
-        on = region & np.array([cell[component] for cell in design.cells])
-        off = region & ~np.array([cell[component] for cell in design.cells])
-        rows.append(values[:, on].mean(axis=1) - values[:, off].mean(axis=1))
-    return np.stack(rows, axis=1)
+def _family_rates(
+    d: np.ndarray, test: str, equivalence_test: str, margin: float, null: np.ndarray, check: int = 0
+) -> dict[str, float]:
+    """:func:`_rates` of the verdicts of :func:`_family_verdicts`."""
+    return _rates([(*_family_verdicts(d, test, equivalence_test, margin, check), null)])
 
 
-def evaluate_study(scenario: StudyScenario, n: int, reps: int, seed: int, index: int) -> dict[str, dict]:
+def _failed(scenario: StudyScenario, values: np.ndarray) -> np.ndarray:
+    """Which runs failed, from their returns alone (as the report's "did not learn" rule)."""
+    return values < (HOPPER_FLOOR if scenario.returns == "hopper" else NORMAL_FLOOR)
+
+
+def _regions(design: Design, failed: np.ndarray) -> list[LearningRegion]:
+    """Each replication's learning region, found by the package's rule from its ``(cells, n)`` failure flags alone."""
+    return [learning_region(design, flags.astype(float), RULES) for flags in failed]
+
+
+def _conditional_effects(design: Design, values: np.ndarray, rows: Sequence[int]) -> tuple[list[str], np.ndarray]:
+    """
+    The components that vary within the region ``rows`` and their ``(reps, components, n)`` per-seed effects there:
+    the mean of the region's cells with the component on minus those with it off (as
+    ``learning_region.conditional_effects``).
+    """
+    signs = design.signs[list(rows)]
+    factors = [f for j, f in enumerate(design.factors) if len(set(signs[:, j].tolist())) == 2]
+    region = values[:, list(rows)]
+    effects = [
+        region[:, signs[:, j] > 0].mean(axis=1) - region[:, signs[:, j] < 0].mean(axis=1)
+        for j in (design.factors.index(f) for f in factors)
+    ]
+    return factors, np.stack(effects, axis=1)
+
+
+def _check_conditional(
+    design: Design, values: np.ndarray, region: LearningRegion, test: str, equivalence_test: str, margin: float,
+    differs: np.ndarray, equivalent: np.ndarray,
+) -> None:  # fmt: skip
+    """The package's ``conditional_effects`` gives the verdicts computed here for one replication's ``(cells, n)``."""
+    plan = analysis_plan.AnalysisPlan(alpha=ALPHA, test=test, equivalence_test=equivalence_test)
+    found = conditional_effects(design, values, list(range(values.shape[1])), region, plan, margin)
+    verdicts = [found.effects[f].verdict for f in found.factors]
+    expected = [DIFFERS if a else EQUIVALENT if b else UNRESOLVED for a, b in zip(differs, equivalent, strict=True)]
+    if verdicts != expected:
+        raise AssertionError(f"conditional verdicts {expected} disagree with conditional_effects' {verdicts}")
+
+
+def evaluate_study(scenario: StudyScenario, n: int, reps: int, seed: int, index: int) -> tuple[dict, dict[str, float]]:
     """
     Every (test, equivalence test) pair's error rates in one study-shaped scenario at n seeds.
 
-    :return: pair ``test/equivalence`` -> family -> rates (:func:`_family_rates`); the families are ``variants``
-        (a leave-one-out family), or ``main`` and ``two`` (a factorial's Yates effects) and ``conditional`` (the
-        effects within the learning region)
+    A factorial is read as the report reads it: per-seed Yates effects, main effects one family and two-factor
+    interactions another; each replication's learning region found by ``learning_region.learning_region`` from its
+    failures alone, a main effect's ``equivalent`` withheld where the region is not the whole design
+    (``learning_region.floor_verdict``), and the effects within the region (``conditional_effects``) one family.
+
+    :return: pair ``test/equivalence`` -> family -> rates (:func:`_rates`; the families are ``variants`` (a
+        leave-one-out family), or ``main`` and ``two`` (a factorial's Yates effects) and ``conditional`` (the effects
+        within the learning region)); and the share of replications by the region found (its enabling components)
     """
     rng = np.random.default_rng(np.random.SeedSequence((seed, 1000 + index, n)))
-    families: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    if scenario.design == "family":
-        families["variants"] = (family_differences(scenario, rng, reps, n), np.ones(FAMILY, dtype=bool))
-    else:
-        design = _design(scenario)
-        values = factorial_values(scenario, rng, reps, n)
-        words = effect_words(design.k, 2)
-        # (words, seeds) per replication, as factorial.analyse_outcome computes them
-        cells = values.transpose(1, 0, 2).reshape(len(design.cells), reps * n)
-        effects = per_seed_effects(design, cells, words).reshape(len(words), reps, n).transpose(1, 0, 2)
-        letter = {s: design.letters[design.factors.index(s)] for s in design.factors}
-        active = {letter[s] for s in LEARNING_SWITCHES} if scenario.floors else set()
-        null_word = np.array([not set(w) <= active if len(w) == 1 else set(w) != active for w in words])
-        if scenario.region_effect:  # delayed_policy_update's main effect is not null; the error is its equivalent
-            null_word = np.array([w == letter["delayed_policy_update"] for w in words])
-        for order, family in ((1, "main"), (2, "two")):
-            chosen = [i for i, w in enumerate(words) if len(w) == order]
-            families[family] = (effects[:, chosen], null_word[chosen])
-        if scenario.floors:
-            others = [s for s in design.factors if s not in LEARNING_SWITCHES]
-            nulls = np.array([s == "delayed_policy_update" for s in others] if scenario.region_effect else [True] * 4)
-            families["conditional"] = (_conditional_effects(design, values, others), nulls)
     result: dict[str, dict] = {}
+    if scenario.design == "family":
+        variants, baseline = family_runs(scenario, rng, reps, n)
+        d = variants - baseline
+        # two_part.return_verdict withholds an equivalence where either arm has a failed run
+        failures = _failed(scenario, variants).any(axis=2) | _failed(scenario, baseline).any(axis=2)
+        null = np.ones(FAMILY, dtype=bool)
+        for test, equivalence_test in PAIRS:
+            differs, equivalent = _family_verdicts(d, test, equivalence_test, scenario.margin, 5 * (index == 0))
+            rates = _rates([(differs, equivalent, null)])
+            rates["any_equivalent_withheld_on_failures"] = _rates([(differs, equivalent & ~failures, null)])["any_equivalent"]
+            result[f"{test}/{equivalence_test}"] = {"variants": rates}
+        return result, {}
+    design = _design(scenario)
+    values = factorial_values(scenario, rng, reps, n)
+    words = effect_words(design.k, 2)
+    # (words, seeds) per replication, as factorial.analyse_outcome computes them
+    cells = values.transpose(1, 0, 2).reshape(len(design.cells), reps * n)
+    effects = per_seed_effects(design, cells, words).reshape(len(words), reps, n).transpose(1, 0, 2)
+    letter = {s: design.letters[design.factors.index(s)] for s in design.factors}
+    active = {letter[s] for s in LEARNING_SWITCHES} if scenario.floors else set()
+    null_word = np.array([not set(w) <= active if len(w) == 1 else set(w) != active for w in words])
+    if scenario.region_effect:  # delayed_policy_update's main effect is not null; the error is its equivalent
+        null_word = np.array([w == letter["delayed_policy_update"] for w in words])
+    main = [i for i, w in enumerate(words) if len(w) == 1]
+    two = [i for i, w in enumerate(words) if len(w) == 2]
+    regions = _regions(design, _failed(scenario, values))
+    whole = np.array([region.is_whole_design for region in regions])
+    groups: dict[tuple[int, ...], list[int]] = {}
+    shares: dict[str, float] = {}
+    for r, region in enumerate(regions):
+        groups.setdefault(region.rows, []).append(r)
+        name = ", ".join(region.enabling) or "whole design"
+        shares[name] = shares.get(name, 0.0) + 1 / reps
+
+    def null_within(factor: str) -> bool:
+        """Whether a component's effect within the region is null (else it is the error's subject, or not counted)."""
+        if scenario.region_effect:
+            return factor == "delayed_policy_update"
+        return factor not in LEARNING_SWITCHES if scenario.floors else True
+
+    conditional = {rows: _conditional_effects(design, values[members], rows) for rows, members in groups.items()}
     for test, equivalence_test in PAIRS:
+        margin = scenario.margin
+        differs, equivalent = _family_verdicts(effects[:, main], test, equivalence_test, margin, check=1)
+        labelled = equivalent & whole[:, None]
+        _check_floor_labels(effects[:1, main], regions[:1], test, equivalence_test, margin, labelled[:1])
+        main_rates = _rates([(differs, labelled, null_word[main])])
+        main_rates["equivalent_before_floor_rule"] = _rates([(differs, equivalent, null_word[main])])["equivalent"]
+        parts = []
+        for rows, members in groups.items():
+            factors, contrasts = conditional[rows]
+            verdicts = _family_verdicts(contrasts, test, equivalence_test, margin)
+            r = members[0]
+            _check_conditional(design, values[r], regions[r], test, equivalence_test, margin, verdicts[0][0], verdicts[1][0])
+            parts.append((*verdicts, np.array([null_within(f) for f in factors])))
         result[f"{test}/{equivalence_test}"] = {
-            family: _family_rates(d, test, equivalence_test, scenario.margin, null, check=5 if index == 0 else 0)
-            for family, (d, null) in families.items()
+            "main": main_rates,
+            "two": _family_rates(effects[:, two], test, equivalence_test, margin, null_word[two], check=1),
+            "conditional": _rates(parts),
         }
-    return result
+    return result, shares
+
+
+def _check_floor_labels(
+    effects: np.ndarray, regions: Sequence[LearningRegion], test: str, equivalence_test: str, margin: float,
+    labelled: np.ndarray,
+) -> None:  # fmt: skip
+    """The main effects' verdicts after ``floor_verdict`` are those counted here (``equivalent`` only in ``labelled``)."""
+    for r, region in enumerate(regions):
+        names = [str(j) for j in range(effects.shape[1])]
+        found = compare_family(dict(zip(names, effects[r], strict=True)), ALPHA, margin, 0.8, 2, test, 0, equivalence_test)
+        given = [floor_verdict(found[name], region) == EQUIVALENT for name in names]
+        if given != labelled[r].tolist():
+            raise AssertionError(f"floor-labelled equivalents {labelled[r].tolist()} disagree with floor_verdict's {given}")
 
 
 def study_summary(cases: Sequence[StudyScenario], results: dict, reps: int) -> dict[str, dict]:
     """
-    Each pair's largest error of each kind over the study-shaped scenarios, every n and family (the Yates main and
-    two-factor families of the region-effect scenario excepted: their ``equivalent`` answers another question), and the
+    Each pair's largest error of each kind over the study-shaped scenarios, every n and family (a main effect's
+    ``equivalent`` as the report gives it: withheld where the learning region is not the whole design), and the
     verdicts it cannot give at level alpha (error above alpha + 2 Monte Carlo SE).
     """
     limit = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / reps)
     summary = {}
     for pair in results[cases[0].name][str(STUDY_NS[0])]:
-        worst = {"differs": (0.0, ""), "equivalent": (0.0, "")}
+        worst = {"differs": (0.0, ""), "equivalent": (0.0, ""), "withheld": (0.0, "")}
         for scenario in cases:
             if scenario.error == "power":
                 continue
             for n in STUDY_NS:
                 for family, rates in results[scenario.name][str(n)][pair].items():
-                    if scenario.region_effect and family != "conditional":
-                        continue
                     rate = rates[f"any_{scenario.error}"]
                     if rate > worst[scenario.error][0]:
                         worst[scenario.error] = (rate, f"{scenario.name}, n = {n}, {family}")
+                    if scenario.error == "equivalent":
+                        rate = rates.get("any_equivalent_withheld_on_failures", rate)
+                        if rate > worst["withheld"][0]:
+                            worst["withheld"] = (rate, f"{scenario.name}, n = {n}, {family}")
         summary[pair] = {
             "max_false_differs": worst["differs"][0],
             "where_false_differs": worst["differs"][1],
@@ -532,8 +654,16 @@ def study_summary(cases: Sequence[StudyScenario], results: dict, reps: int) -> d
             "where_false_equivalent": worst["equivalent"][1],
             "differs_ok": worst["differs"][0] <= limit,
             "equivalent_ok": worst["equivalent"][0] <= limit,
+            "max_false_equivalent_withheld_on_failures": worst["withheld"][0],
+            "where_false_equivalent_withheld_on_failures": worst["withheld"][1],
+            "equivalent_withheld_on_failures_ok": worst["withheld"][0] <= limit,
         }
     return summary
+
+
+def _with_se(value: float, reps: int, flag: bool = False) -> str:
+    """A simulated rate with its Monte Carlo standard error."""
+    return f"{_rate(value, flag)} ({math.sqrt(value * (1 - value) / reps):.3f})"
 
 
 def _study_rows(cases: Sequence[StudyScenario], results: dict, pairs: Sequence[str], cell) -> list[str]:
@@ -561,19 +691,38 @@ def study_markdown(report: dict) -> list[str]:
     rates = h["rates"]
 
     def error(scenario: StudyScenario, family: str, rates: dict) -> str | None:
-        if scenario.error == "power" or (scenario.region_effect and family != "conditional"):
+        if scenario.error == "power" or (scenario.region_effect and family == "two"):
             return None
         value = rates[f"any_{scenario.error}"]
-        return _rate(value, value > limit)
+        return _with_se(value, reps, value > limit)
+
+    def withheld(scenario: StudyScenario, family: str, rates: dict) -> str | None:
+        if scenario.error != "equivalent" or "any_equivalent_withheld_on_failures" not in rates:
+            return None
+        value = rates["any_equivalent_withheld_on_failures"]
+        return _with_se(value, reps, value > limit)
 
     def power(scenario: StudyScenario, family: str, rates: dict) -> str | None:
-        return _rate(rates["differs"]) if scenario.error == "power" else None
+        return _with_se(rates["differs"], reps) if scenario.error == "power" else None
 
     def equivalence_power(scenario: StudyScenario, family: str, rates: dict) -> str | None:
-        return _rate(rates["equivalent"]) if scenario.error == "differs" else None
+        return _with_se(rates["equivalent"], reps) if scenario.error == "differs" else None
 
     def averaged(scenario: StudyScenario, family: str, rates: dict) -> str | None:
-        return _rate(rates["equivalent"]) if scenario.region_effect and family != "conditional" else None
+        if not (scenario.region_effect and family == "main"):
+            return None
+        return f"{_rate(rates['equivalent_before_floor_rule'])} / {_rate(rates['equivalent'])}"
+
+    found = study["regions"]
+    region_rows = [
+        "| scenario | n | region found (enabling components): share of replications |",
+        "|---|---|---|",
+        *(
+            f"| {name} | {n} | " + "; ".join(f"{k or 'whole design'}: {v:.3f}" for k, v in shares.items()) + " |"
+            for name, by_n in found.items()
+            for n, shares in by_n.items()
+        ),
+    ]
 
     lines = [
         "## Scenarios that look like the studies",
@@ -602,9 +751,15 @@ def study_markdown(report: dict) -> list[str]:
         "effects one family, two-factor interactions another, as the report reads them. *Hopper floors*: each cell "
         "fails at the fraction's rate for its replay buffer and target networks switches; the four other components "
         "have no effect (their main effects and every interaction but replay x target networks are null). "
-        "*conditional*: each of the four components' effect within the learning region (replay buffer and target "
-        "networks on: the mean of the region's cells with the component on minus off, per seed), one family, computed "
-        "here (the package's own conditional effects are not in this branch).",
+        "Each replication is read as the report reads a factorial: its *learning region* is found from its failures "
+        "alone by the package's rule (`learning_region.learning_region`, `region_failure_rate` "
+        f"{RULES.region_failure_rate:g}: a run failed below {HOPPER_FLOOR:.0f} for Hopper returns, below "
+        f"{NORMAL_FLOOR:g} SD for normal ones); a main effect's `equivalent` is withheld where the region is not the "
+        "whole design (`learning_region.floor_verdict`: it averages over floor cells); *conditional*: each component "
+        "that varies within the region, its effect there (the mean of the region's cells with it on minus off, per "
+        "seed, as `learning_region.conditional_effects`), one family. The null components are the four other than "
+        "replay buffer and target networks; one replication per region and pair is also decided by "
+        "`conditional_effects` and `floor_verdict` themselves, and must agree.",
         "- Seeds are independent here: a real seed's runs share initial weights, which the paired differences cancel "
         "only in part.",
         "",
@@ -612,9 +767,15 @@ def study_markdown(report: dict) -> list[str]:
         "",
         "Nulls: the share of families with any false `differs` among the null comparisons. At or beyond the margin "
         "(variant-only failures whose mean loss reaches the margin, a shift of one margin, a region effect of one "
-        "margin): the share of families with any `equivalent` among those comparisons.",
+        "margin): the share of families with any `equivalent` among those comparisons. In brackets: the Monte Carlo "
+        "SE of the rate.",
         "",
         *_study_rows(cases, results, pairs, error),
+        "",
+        "The same errors at or beyond the margin of a leave-one-out family, with an equivalence withheld where either "
+        "arm has a failed run (`two_part.return_verdict`; a run failed as the learning region's rule above):",
+        "",
+        *_study_rows(cases, results, pairs, withheld),
         "",
         "### Power",
         "",
@@ -627,22 +788,30 @@ def study_markdown(report: dict) -> list[str]:
         *_study_rows(cases, results, pairs, equivalence_power),
         "",
         "Removing delayed_policy_update costs the margin in the learning region only: the rate at which its Yates "
-        "main effect (averaged over the floor cells, about a quarter of the region's effect) is called `equivalent`. "
-        "Right about the averaged parameter, wrong about what the component does where TD3 learns:",
+        "main effect (averaged over the floor cells, about a quarter of the region's effect) is called `equivalent` "
+        "by the tests / as the report gives it, withheld where the region is not the whole design. The first is "
+        "right about the averaged parameter, wrong about what the component does where TD3 learns:",
         "",
         *_study_rows(cases, results, pairs, averaged),
         "",
+        "The learning region each replication found (the rule sees only the failures):",
+        "",
+        *region_rows,
+        "",
         "### Which pairs keep both errors at alpha",
         "",
-        "| test / equivalence | largest false differs | where | largest false equivalent | where | verdicts unavailable |",
-        "|---|---:|---|---:|---|---|",
+        "| test / equivalence | largest false differs | where | largest false equivalent | where | "
+        "... withheld where an arm has a failed run | verdicts unavailable |",
+        "|---|---:|---|---:|---|---:|---|",
     ]
     for pair, s in study["summary"].items():
         lost = [v for v, ok in (("differs", s["differs_ok"]), ("equivalent", s["equivalent_ok"])) if not ok]
         name = f"**{pair}**" if pair == default else pair
+        withheld = s["max_false_equivalent_withheld_on_failures"]
         lines.append(
-            f"| {name} | {_rate(s['max_false_differs'], not s['differs_ok'])} | {s['where_false_differs']} | "
-            f"{_rate(s['max_false_equivalent'], not s['equivalent_ok'])} | {s['where_false_equivalent']} | "
+            f"| {name} | {_with_se(s['max_false_differs'], reps, not s['differs_ok'])} | {s['where_false_differs']} | "
+            f"{_with_se(s['max_false_equivalent'], reps, not s['equivalent_ok'])} | {s['where_false_equivalent']} | "
+            f"{_with_se(withheld, reps, not s['equivalent_withheld_on_failures_ok'])} | "
             f"{', '.join(f'`{v}`' for v in lost) or 'none'} |"
         )
     keep = [pair for pair, s in study["summary"].items() if s["differs_ok"] and s["equivalent_ok"]]
@@ -659,8 +828,74 @@ def study_markdown(report: dict) -> list[str]:
             + ("do." if default in keep else "do not; see the last column for the verdicts they cannot give.")
         ),
         "",
+        _defaults_sentence(study["summary"], default),
+        "",
+        *_unavailable_note(study, cases),
     ]
     return lines
+
+
+def defaults_follow(summary: dict[str, dict], default: str) -> bool:
+    """
+    Whether the plan's defaults are the pair the study-shaped scenarios choose: one that keeps both errors at alpha
+    where any does, else, among the pairs that keep the false ``differs`` at alpha, the smallest largest false
+    ``equivalent``.
+    """
+    both = [pair for pair, s in summary.items() if s["differs_ok"] and s["equivalent_ok"]]
+    if both:
+        return default in both
+    sized = [pair for pair, s in summary.items() if s["differs_ok"]]
+    best = min((summary[pair]["max_false_equivalent"] for pair in sized), default=math.nan)
+    return default in sized and summary[default]["max_false_equivalent"] == best
+
+
+def _defaults_sentence(summary: dict[str, dict], default: str) -> str:
+    sized = sorted((pair for pair, s in summary.items() if s["differs_ok"]), key=lambda p: summary[p]["max_false_equivalent"])
+    if any(s["differs_ok"] and s["equivalent_ok"] for s in summary.values()):
+        return f"The defaults follow from the table: {'yes' if defaults_follow(summary, default) else 'NO'}."
+    order = ", ".join(f"{pair} {summary[pair]['max_false_equivalent']:.3f}" for pair in sized)
+    return (
+        "Where no pair keeps both, the rule falls back to the pairs that keep the false `differs` at alpha, ordered by "
+        f"their largest false `equivalent`: {order or 'none'}. The defaults "
+        + (
+            f"({default}) are the first: they stay, and the verdict they cannot give at level alpha is named above."
+            if defaults_follow(summary, default)
+            else f"({default}) are NOT the first: the plan's defaults must change."
+        )
+    )
+
+
+def _unavailable_note(study: dict, cases: Sequence[StudyScenario]) -> list[str]:
+    """Why a verdict is unavailable: the scenario where the defaults' largest error sits, in numbers from the table."""
+    default = f"{analysis_plan.DEFAULT_TEST}/{analysis_plan.DEFAULT_EQUIVALENCE_TEST}"
+    s = study["summary"][default]
+    if s["equivalent_ok"]:
+        return []
+    name = s["where_false_equivalent"].split(", n = ")[0]
+    scenario = next(c for c in cases if c.name == name)
+    n = STUDY_NS[0]
+    clean = (1 - scenario.fail_variant) ** n
+    null = next((c for c in cases if c.design == "family" and c.returns == scenario.returns and c.error == "differs"), None)
+    power = study["results"][null.name][str(n)][default]["variants"]["equivalent"] if null else math.nan
+    return [
+        f"Where the defaults' `equivalent` fails ({name}): a variant that fails on {scenario.fail_variant:.0%} of its "
+        f"seeds loses the margin in mean return, yet {clean:.0%} of its samples of {n} seeds hold no failure at all, "
+        "and such a sample is a draw from the baseline's own distribution. No test can tell the two apart: any test "
+        "with power to call a clean variant equivalent (the defaults: "
+        f"{power:.3f} per comparison in the matching null scenario) calls this one equivalent at roughly that power "
+        f"times {clean:.2f}, and a family of {FAMILY} such variants has several chances. Withholding an equivalence "
+        "where either arm has a failed run (`two_part.return_verdict`) cannot help, since the samples at fault have "
+        f"none. So at n = {n} the verdict `equivalent` on the return is unavailable at level alpha for a variant that "
+        "may fail rarely (a few percent of seeds); it stands only with the failure outcome beside it, whose exact "
+        "interval at n seeds says how rare an unseen failure rate can be, and a report must not read it as "
+        '"the component is not needed" without that interval. '
+        + (
+            "`differs` keeps its level in every scenario (largest false `differs` in the table above)."
+            if s["differs_ok"]
+            else "`differs` too exceeds its level somewhere (largest false `differs` in the table above)."
+        ),
+        "",
+    ]
 
 
 def run_study(reps: int, seed: int) -> dict:
@@ -668,8 +903,13 @@ def run_study(reps: int, seed: int) -> dict:
     start = time.time()
     cases = study_scenarios()
     results: dict[str, dict[str, dict]] = {}
+    regions: dict[str, dict[str, dict[str, float]]] = {}
     for index, scenario in enumerate(cases):
-        results[scenario.name] = {str(n): evaluate_study(scenario, n, reps, seed, index) for n in STUDY_NS}
+        for n in STUDY_NS:
+            rates, shares = evaluate_study(scenario, n, reps, seed, index)
+            results.setdefault(scenario.name, {})[str(n)] = rates
+            if shares:
+                regions.setdefault(scenario.name, {})[str(n)] = shares
         print(f"{scenario.name}: {time.time() - start:.0f} s", file=sys.stderr, flush=True)
     h = hopper_returns()
     return {
@@ -687,6 +927,8 @@ def run_study(reps: int, seed: int) -> dict:
         },
         "scenarios": [asdict(s) for s in cases],
         "results": results,
+        "regions": regions,
+        "region_rule": RULES.to_dict(),
         "summary": study_summary(cases, results, reps),
         "runtime_s": time.time() - start,
     }

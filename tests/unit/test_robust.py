@@ -376,6 +376,14 @@ def test_the_calibration_smoke_run_writes_every_candidate(tmp_path, monkeypatch)
                 rates = [r for rates in by_family.values() for r in rates.values() if not math.isnan(r)]
                 assert rates and all(0.0 <= r <= 1.0 for r in rates)
     assert "## Scenarios that look like the studies" in table and "verdicts unavailable" in table
+    # each factorial replication found one learning region from its failures; Hopper's floors need both switches on
+    factorials = {s["name"] for s in study["scenarios"] if s["design"] != "family"}
+    assert set(study["regions"]) == factorials
+    for name, by_n in study["regions"].items():
+        for shares in by_n.values():
+            assert sum(shares.values()) == pytest.approx(1.0)
+            if "Hopper floors" in name:
+                assert max(shares, key=shares.get) == "replay_buffer, target_networks"
 
 
 def test_the_default_test_is_the_committed_calibrations_choice():
@@ -383,3 +391,70 @@ def test_the_default_test_is_the_committed_calibrations_choice():
     assert report["chosen"] == DEFAULT_TEST
     assert report["reps"] >= 1_900  # the full run: MC standard error about 0.005 on size
     assert report["criteria"][DEFAULT_TEST]["size_ok"] and report["criteria"][DEFAULT_TEST]["power_ok"]
+
+
+def test_the_default_pair_follows_from_the_committed_study_shaped_scenarios(monkeypatch):
+    """The defaults keep both errors at alpha where a pair does; else they keep the false differs at alpha with the
+    smallest false equivalent, and the committed table names the verdict they cannot give."""
+    module = _calibration_module(monkeypatch)
+    report = json.loads((ROOT / "docs" / "calibration.json").read_text())
+    study = report["study_like"]
+    default = f"{DEFAULT_TEST}/{DEFAULT_EQUIVALENCE_TEST}"
+    assert study["reps"] >= 1_000 and {s.name for s in module.study_scenarios()} == set(study["results"])
+    assert module.defaults_follow(study["summary"], default)
+    assert study["summary"][default]["differs_ok"]
+    table = (ROOT / "docs" / "calibration.md").read_text()
+    if not study["summary"][default]["equivalent_ok"]:
+        assert f"| **{default}** |" in table and "| `equivalent` |" in table
+
+
+def test_the_defaults_rule_when_no_pair_keeps_both_errors(monkeypatch):
+    module = _calibration_module(monkeypatch)
+
+    def pair(differs_ok, equivalent_ok, false_equivalent):
+        return {"differs_ok": differs_ok, "equivalent_ok": equivalent_ok, "max_false_equivalent": false_equivalent}
+
+    summary = {"a/a": pair(True, False, 0.3), "b/b": pair(True, False, 0.2), "c/c": pair(False, False, 0.1)}
+    assert module.defaults_follow(summary, "b/b") and not module.defaults_follow(summary, "a/a")
+    assert not module.defaults_follow(summary, "c/c")  # the smallest false equivalent, but not sized
+    summary["a/a"] = pair(True, True, 0.04)
+    assert module.defaults_follow(summary, "a/a") and not module.defaults_follow(summary, "b/b")
+
+
+def _sequential_module(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    _calibration_module(monkeypatch)
+    spec = importlib.util.spec_from_file_location("sequential_calibration", ROOT / "benchmarks" / "sequential_calibration.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_sequential_table_names_each_pairs_largest_errors_and_lost_verdicts(monkeypatch):
+    module = _sequential_module(monkeypatch)
+    reps = 1_000  # limit 0.0638
+
+    def row(scenario, kind, test, differs, equivalent):
+        return {
+            "scenario": scenario, "kind": kind, "looks": [10, 20], "boundary": "pocock", "test": test,
+            "equivalence_test": test, "any_differs": differs, "any_equivalent": equivalent, "differs": 0.0,
+            "mean_seeds": 20.0,
+        }  # fmt: skip
+
+    rows = [
+        row("n1", "null", "t", 0.05, 1.0), row("n2", "null", "t", 0.07, 1.0), row("m", "margin", "t", 0.0, 0.03),
+        row("n1", "null", "wilcoxon", 0.04, 1.0), row("m", "margin", "wilcoxon", 0.0, 0.2),
+    ]  # fmt: skip
+    assert module.worst(rows, ("t", "t")) == {
+        "differs": (0.07, "n2, looks 10, 20, pocock"), "equivalent": (0.03, "m, looks 10, 20, pocock"),
+    }  # fmt: skip
+    table = module.markdown(
+        {"reps": reps, "results": rows, "family": 6, "seed": 0, "margin": 1, "shift": -1, "alpha": 0.05}, 1.0
+    )
+    assert (
+        "| t / t | **0.070** (0.008) | n2, looks 10, 20, pocock | 0.030 (0.005) | m, looks 10, 20, pocock | `differs` "
+        "(not run on the scenarios that look like the studies) |" in table
+    )
+    assert "| wilcoxon / wilcoxon | 0.040 (0.006) |" in table and table.count("| `equivalent` |") == 1
+    assert "**Largest family-wise error: 0.070 (false differs, nulls) and 0.200 (false equivalent" in table
