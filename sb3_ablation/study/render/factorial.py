@@ -1,5 +1,19 @@
-"""The factorial section of a report: effects with verdicts and aliases, a half-normal plot, interaction plots of the
-strongest pairs, which components need each other in plain words, and the smallest sufficient set."""
+"""The factorial section of a report: where TD3 learns (the learning region and its rule, each component's failure
+rates with it on and removed, its conditional effect within the region, the main effects labelled where they average
+over floor cells), which verdicts the per-cell tables can reach at their seeds, effects with verdicts and aliases, a
+half-normal plot, interaction plots of the strongest pairs, which components need each other in plain words, and the
+smallest sufficient set, confirmed only by its cell's equivalence test against full TD3.
+
+The section's part of report.json (``sections["<env>: factorial analysis"]``): ``design``, ``resolution``;
+``learning`` (:func:`learning_json`: ``seeds``, ``region`` {``rule``, ``level``, ``enabling``, ``whole_design``,
+``cells``, ``n_cells``, ``design_cells``, ``steps``}, ``conditional_seeds``, ``ceiling``, ``factors`` {component:
+``failure_on``, ``failure_off`` ({``failed``, ``n``, ``rate``, ``ci``}), ``failure_p``, ``failure_p_adjusted``,
+``failure_odds_ratio``, ``failure_strata``, ``failure_verdict``, ``learned_return``, ``in_region`` (the same within the
+region, ``None`` for a component the region keeps on), ``conditional`` (a comparison with ``estimate`` and
+``verdict_shown``), ``main_effect`` {``effect``, ``ci``, ``verdict_of_test``, ``label``}, ``main_verdict_label``});
+``per_cell_tables`` {outcome: {``n``, ``first_step_level``, ``smallest_p_differs``, ``smallest_p_equivalent``,
+``differs_attainable``, ``equivalent_attainable``, ``label``}}; ``outcomes`` {outcome: effects, margins and the
+smallest sufficient set}."""
 
 # matplotlib.pyplot is imported in the functions that draw: a heavy plotting import the section's text does not need.
 
@@ -101,7 +115,7 @@ def _sufficient_line(result: FactorialResult) -> list[str]:
         check = f"the cell {canonical_name(s.switches)} is not in this fraction: a model prediction only, not confirmed"
     else:
         c = s.confirmation
-        test = "" if c is None else f"; its comparison with full TD3: Δ {fmt(c.effect)} {fmt_ci(c.ci)}"
+        test = "" if c is None else f"; its comparison with full TD3: Δ (cell - TD3) {fmt(c.effect)} {fmt_ci(c.ci)}"
         check = (
             f"observed in the design's own cell {canonical_name(s.switches)}: full TD3 minus it {fmt(s.observed_drop)}"
             f"{test}; "
@@ -172,7 +186,7 @@ def _effects_json(result: FactorialResult, comparisons: dict[str, Comparison], s
         result.name(w): {
             **comparison_json(c),
             "aliases": [result.name(a) for a in result.aliases.get(w, ())],
-            # the verdict as the report gives it (no `equivalent` averaged over floor cells), where it differs
+            # the verdict as the report gives it (no `equivalent` averaged over floor cells), where a region was found
             **({"verdict_shown": shown[w]} if w in shown else {}),
         }
         for w, c in comparisons.items()
@@ -263,10 +277,8 @@ def _main_label(learning: FactorialLearning) -> str:
 
 
 def learning_json(learning: FactorialLearning, main: dict[str, Comparison] | None, estimate: str) -> dict[str, Any]:
-    """
-    The learning region and the effects where TD3 learns, as the factorial section's ``learning`` part of
-    report.json (see the project's report.json schema in docs).
-    """
+    """The learning region and the effects where TD3 learns: the factorial section's ``learning`` part of report.json
+    (its keys: the module docstring)."""
     region, design = learning.region, learning.design
     ceiling = learning.ceiling
     factors: dict[str, Any] = {}
