@@ -4,6 +4,7 @@ region and the conditional effects within it, the label of a main effect average
 sufficient set confirmed by a test (both ways), an interaction's margin on the simple-effect scale, and the per-cell
 tables that cannot reach a verdict at their seeds."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -47,12 +48,21 @@ def study(factors, final_return, seeds=10):
     return StudyData(Path("synthetic"), manifest, [ENV], variants, {ENV: runs})
 
 
+def jitter(switches, seed, scale=0.01):
+    """A small noise of its own per run: no ties or zero differences (which send the Wilcoxon test to a slow
+    permutation path)."""
+    cell = sum(1 << i for i, name in enumerate(SWITCHES) if switches[name])
+    return scale * float(np.random.default_rng([cell, seed]).normal())
+
+
 def floor_study():
     """Nothing learns without the replay buffer (-1,200, below the rule's -1,165.55); with it the runs end near
-    rl-zoo's -151.9: clipped double Q adds exactly 3 in every seed, target networks nothing."""
+    rl-zoo's -151.9: clipped double Q adds 3 in every seed, target networks nothing (up to a jitter of 0.01)."""
 
     def final(switches, seed):
-        return -160.0 + seed / 10 + 3 * switches["clipped_double_q"] if switches["replay_buffer"] else -1200.0 - seed
+        if not switches["replay_buffer"]:
+            return -1200.0 - seed + jitter(switches, seed)
+        return -160.0 + seed / 10 + 3 * switches["clipped_double_q"] + jitter(switches, seed)
 
     return study(["replay_buffer", "target_networks", "clipped_double_q"], final)
 
@@ -85,14 +95,15 @@ def test_where_td3_learns_is_rendered_with_the_region_the_failure_rates_and_the_
     assert replay["in_region"] is None and replay["conditional"] is None  # kept on in the region: no effect there
     assert clipped["failure_verdict"] == "no evidence" and clipped["in_region"]["failure_on"]["failed"] == 0
     # within the region clipped double Q adds exactly 3 in every seed; target networks nothing at all
-    assert clipped["conditional"]["effect"] == pytest.approx(3.0) and clipped["conditional"]["verdict"] == DIFFERS
+    assert clipped["conditional"]["effect"] == pytest.approx(3.0, abs=0.05) and clipped["conditional"]["verdict"] == DIFFERS
     assert clipped["conditional"]["estimate"] == "Hodges-Lehmann estimate"
-    assert target["conditional"]["differences"] == [0.0] * 10 and target["conditional"]["verdict"] == EQUIVALENT
+    assert target["conditional"]["differences"] == pytest.approx([0.0] * 10, abs=0.05)
+    assert target["conditional"]["verdict"] == EQUIVALENT
     # every region cell ends within 53.35 of rl-zoo's -151.9: an equivalence there is the task's ceiling
     assert section["ceiling"]["at_ceiling"] is True
     assert target["conditional"]["verdict_shown"] == "equivalent (at ceiling)"
 
-    # the main effect of target networks is 0 in every seed: the test says equivalent, but it averages over the
+    # the main effect of target networks is about 0 in every seed: the test says equivalent, but it averages over the
     # cells without the replay buffer, where nothing learns
     assert result.main["B"].verdict == EQUIVALENT
     assert target["main_effect"]["label"] == "averaged over floor cells"
@@ -107,12 +118,15 @@ def test_where_td3_learns_is_rendered_with_the_region_the_failure_rates_and_the_
     assert "| clipped_double_q | 3.0 [" in text
     assert "**At ceiling**" in text
     assert "Main effects of the final return averaged over floor cells, so none is read as `equivalent`" in text
-    assert "target_networks 0.0 `unresolved (at floor)` (the test alone: `equivalent`)" in text
+    assert re.search(r"target_networks -?0\.0 `unresolved \(at floor\)` \(the test alone: `equivalent`\)", text)
 
 
 def test_without_floor_cells_the_main_effects_are_read_over_the_whole_design():
     # clipped double Q adds 3 in every run, nothing fails: the region is the whole design
-    data = study(["target_networks", "clipped_double_q"], lambda s, seed: -160.0 + seed / 10 + 3 * s["clipped_double_q"])
+    data = study(
+        ["target_networks", "clipped_double_q"],
+        lambda s, seed: -160.0 + seed / 10 + 3 * s["clipped_double_q"] + jitter(s, seed),
+    )
     _, result = factorial_of(data)
     fates = env_learning(data, ENV, "td3", PLAN, RULES, margin=50.0).fates
     learning = factorial_learning(data, ENV, fates, PLAN, RULES, 50.0, main=result.main)
@@ -208,7 +222,7 @@ def test_a_factorial_report_confirms_its_sufficient_set_through_the_per_cell_com
     # clipped double Q adds nothing anywhere: keeping target networks alone is sufficient, its cell equal to TD3's
     data = study(
         ["target_networks", "clipped_double_q"],
-        lambda s, seed: -150.0 - 100.0 * (not s["target_networks"]) - 3 * seed + 0.01 * seed**2 * s["clipped_double_q"],
+        lambda s, seed: -150.0 - 100.0 * (not s["target_networks"]) - 3 * seed + jitter(s, seed, scale=1.0),
         seeds=12,
     )
     design, variant_of = study_design(data, ENV)
