@@ -76,7 +76,10 @@ def factorial_analyses(
             if result is not None and outcome.primary:
                 effects = {w: c.effect for w, c in {**result.main, **result.two}.items()}
                 half_normal = HalfNormalPoints(*half_normal_points(effects))
-            per_cell = attainable_verdicts(outcome.comparisons, plan.test, plan.equivalence_test or plan.test)
+            # group-sequential looks decide by their own boundaries, not by the step-down's levels
+            per_cell = (
+                None if plan.looks else attainable_verdicts(outcome.comparisons, plan.test, plan.equivalence_test or plan.test)
+            )
             outcomes.append(FactorialOutcome(outcome.outcome.key, result, half_normal, per_cell))
         where = None
         primary = e.outcome(plan.primary)

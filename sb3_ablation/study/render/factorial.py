@@ -239,9 +239,10 @@ def _result_json(result: FactorialResult, shown: dict[str, str]) -> dict[str, An
 
 
 REGION_RULE = (
-    "a component makes learning possible when the cells without it fail at a pooled rate of at least {level:.0%} "
-    "(failed: did not learn or critic diverged, decided from the failure outcome alone, never from the compared "
-    "returns); the region keeps it on and the rule is applied again within the region, until no removal fails that often"
+    "from the failure outcome alone, never the compared returns: a component makes learning possible when the cells "
+    "without it fail at a pooled rate of at least {level:.0%}, a run failing when it did not learn or its critic "
+    "diverged; the region keeps it on and the rule is applied again within the region, until no removal fails that "
+    "often"
 )
 
 
@@ -355,7 +356,7 @@ def learning_lines(
         else f"the {len(region.rows)} of {len(design.cells)} cells with **{', '.join(region.enabling)}** on"
     )
     lines += [
-        f"Learning region, found from the failure outcome alone ({REGION_RULE.format(level=region.level)}): {where}. "
+        f"Learning region: {where}. Found {REGION_RULE.format(level=region.level)}. "
         f"The rule's steps: {'; '.join(steps) or 'no removal to judge'}.",
         "",
     ]
