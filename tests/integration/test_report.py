@@ -427,7 +427,11 @@ def test_a_factorial_study_gets_its_factorial_section_with_yates_effects_and_plo
     sufficient = primary["smallest_sufficient_set"]
     assert sufficient["keep"] == ["target_networks"] and sufficient["confirmed"] is True
     assert sufficient["observed_set"]["keep"] == ["target_networks"]
-    assert "within the margin (confirmed)" in text
+    # confirmed by its cell's equivalence test against TD3 in the per-cell family, not by the observed drop
+    assert sufficient["confirmation"]["p_equivalence_adjusted"] <= 0.05
+    assert "**confirmed**: the cell passes the equivalence test against full TD3 at the family's level" in text
+    assert section["learning"]["region"]["whole_design"] is True  # every run learned: no floor cells
+    assert section["per_cell_tables"]["final_window"]["label"] is None  # 10 seeds, 3 cells: verdicts attainable
     loo = tmp_path / "loo"
     write_study(loo, leave_one_out(), seeds=range(5))
     assert "factorial analysis" not in write_report(loo, reps=REPS).read_text()

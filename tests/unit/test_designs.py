@@ -251,7 +251,8 @@ def test_the_smallest_sufficient_set_of_a_known_truth(spec):
         assert result.observed_keep_drop == pytest.approx(0.0, abs=0.05)
     else:
         assert result.in_design and result.observed_mean == pytest.approx(99.0, abs=0.05)
-        assert result.observed_drop == pytest.approx(1.0, abs=0.05) and result.confirmed is True
+        assert result.observed_drop == pytest.approx(1.0, abs=0.05) and result.observed_within_margin is True
+        assert result.confirmed is False  # a point estimate within the margin confirms nothing: only a test does
         assert result.observed_keep == result.keep and result.observed_keep_switches == result.switches
     # a tight margin keeps everything that costs anything; a huge one keeps nothing
     assert smallest_sufficient_set(design, values, margin=0.5).keep == (SWITCHES[0], SWITCHES[2], SWITCHES[3])
@@ -269,7 +270,8 @@ def test_a_model_choice_the_cells_refute_is_not_confirmed():
     values = truth[:, None] + rng.normal(0, 0.01, (len(design.cells), 3))
     result = smallest_sufficient_set(design, values, margin=5.0)
     assert result.keep == () and result.predicted_drop == pytest.approx(2.0, abs=0.05)
-    assert result.observed_drop == pytest.approx(22.0, abs=0.05) and result.confirmed is False
+    assert result.observed_drop == pytest.approx(22.0, abs=0.05) and result.observed_within_margin is False
+    assert result.confirmed is False
     # the cells alone: keeping A only (B and C removed: the interaction's sign is +) loses nothing
     assert result.observed_keep == (SWITCHES[0],) and result.observed_keep_drop == pytest.approx(0.0, abs=0.05)
 

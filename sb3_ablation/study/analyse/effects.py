@@ -14,6 +14,7 @@ when the two act independently. In a fraction every estimate is the sum of the e
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ from statistics import NormalDist
 import numpy as np
 
 from sb3_ablation.common.suggestions import did_you_mean
+from sb3_ablation.study.analyse.inference import Comparison
 from sb3_ablation.study.plan.designs import Design, aliases, effect_words, model_matrix, multiply, word_name
 from sb3_ablation.switches import SWITCHES
 
@@ -331,11 +333,17 @@ class SufficientSet:
     :param observed_drop: observed all-on mean minus ``observed_mean``, where both cells are in the design
     :param model_words: the words of the fitted model
     :param left_out_words: two-factor interactions aliased with a model word (see :func:`model_words`)
-    :param confirmed: whether ``observed_drop`` is within the margin too (``None``: the cell was not run)
+    :param observed_within_margin: whether ``observed_drop`` is within the margin too, a point estimate (``None``: the
+        cell was not run)
+    :param confirmed: whether the cell passes the equivalence test against all components on at its family's level,
+        without failed runs in either arm (:func:`confirm_sufficient`; ``False`` until tested, ``None``: the cell was
+        not run)
     :param observed_keep: the smallest set found on the design's own cells alone: the fewest factors kept in a cell
         whose observed drop is within the margin (``None`` when the all-on cell was not run)
     :param observed_keep_switches: that cell: all six switches
     :param observed_keep_drop: that cell's observed drop
+    :param confirmation: the cell's comparison with all components on, the test behind ``confirmed`` (``None``: none)
+    :param confirmation_reason: why the set is not confirmed ("" where it is, or the cell was not run)
     """
 
     keep: tuple[str, ...]
@@ -348,10 +356,13 @@ class SufficientSet:
     observed_drop: float | None
     model_words: tuple[str, ...]
     left_out_words: tuple[str, ...]
-    confirmed: bool | None
+    observed_within_margin: bool | None
     observed_keep: tuple[str, ...] | None
     observed_keep_switches: dict[str, bool] | None
     observed_keep_drop: float | None
+    confirmed: bool | None = None
+    confirmation: Comparison | None = None
+    confirmation_reason: str = ""
 
 
 def _within_margin(drop: float, margin: float, scale: float) -> bool:
@@ -375,9 +386,11 @@ def smallest_sufficient_set(
     Among the sets of the smallest size within the margin, the one with the highest predicted return wins (then the
     first in ``SWITCHES`` order). The outcome is a return: higher is better.
 
-    The model's choice is then checked on the design's own cells: ``confirmed`` where its cell was run, and
-    ``observed_keep`` is the answer of the observed cell means alone (the fewest factors kept within the margin, ties
-    to the higher mean), so a model that misfits a cell cannot hide it.
+    The model's choice is then described on the design's own cells: ``observed_within_margin`` where its cell was run,
+    and ``observed_keep`` is the answer of the observed cell means alone (the fewest factors kept within the margin,
+    ties to the higher mean), so a model that misfits a cell cannot hide it. Both are point estimates: the set is
+    ``confirmed`` only by a test of its cell against all components on (:func:`confirm_sufficient`); until then it is
+    not (``False``; ``None`` where its cell was not run).
 
     :param design: the design
     :param values: ``(n_cells, n_seeds)``, NaN for a missing run (that seed is dropped)
@@ -414,7 +427,7 @@ def smallest_sufficient_set(
     row, full_row = design.index(cell), design.index(every_on)
     observed_mean = float(observed[row]) if row is not None else None
     observed_drop: float | None = None
-    confirmed: bool | None = None
+    within: bool | None = None
     observed_keep: tuple[str, ...] | None = None
     observed_cell: dict[str, bool] | None = None
     observed_keep_drop: float | None = None
@@ -422,7 +435,7 @@ def smallest_sufficient_set(
         drops = [float(observed[full_row] - mean) for mean in observed]
         if row is not None:
             observed_drop = drops[row]
-            confirmed = _within_margin(observed_drop, margin, float(observed[full_row]))
+            within = _within_margin(observed_drop, margin, float(observed[full_row]))
         # the design's own answer: the fewest factors kept within the margin, ties to the higher observed mean
         _, _, best_row = min(
             (sum(run[f] for f in design.factors), drop, index)
@@ -442,8 +455,44 @@ def smallest_sufficient_set(
         observed_drop,
         tuple(words),
         tuple(left_out),
-        confirmed,
+        within,
         observed_keep,
         observed_cell,
         observed_keep_drop,
+        confirmed=None if row is None else False,
+        confirmation_reason="" if row is None else "not tested against all components on",
     )
+
+
+def confirm_sufficient(
+    sufficient: SufficientSet, comparison: Comparison | None, failed: tuple[int, int] = (0, 0)
+) -> SufficientSet:
+    """
+    The smallest sufficient set confirmed, or not, by a test: ``confirmed`` only when its own cell passes the
+    equivalence test against all components on at the level of the family the comparison belongs to (its adjusted
+    p not equivalent at most the family's alpha, e.g. the per-cell comparisons with TD3), and neither arm has failed
+    runs, which a test of the return cannot see as such. An observed drop within the margin is a point estimate: it
+    confirms nothing.
+
+    :param sufficient: :func:`smallest_sufficient_set`
+    :param comparison: its cell against the all-on cell (``None``: no such comparison)
+    :param failed: failed runs of ``(the cell, the all-on cell)``
+    :return: the set with ``confirmed``, ``confirmation`` and ``confirmation_reason`` set (unchanged where the cell
+        was not run)
+    """
+    if not sufficient.in_design:
+        return sufficient
+    reason = ""
+    if comparison is None:
+        reason = "no comparison of its cell with all components on"
+    elif not math.isfinite(comparison.p_equivalence_adjusted):
+        reason = "no equivalence test (" + (comparison.reason or "no margin") + ")"
+    elif comparison.p_equivalence_adjusted > comparison.alpha:
+        reason = (
+            f"equivalence not shown at the family's level: p not equivalent {comparison.p_equivalence:.2g}, adjusted "
+            f"over its family of {comparison.family_size} comparisons {comparison.p_equivalence_adjusted:.2g} > "
+            f"{comparison.alpha:g}"
+        )
+    elif any(failed):
+        reason = f"failures in an arm ({failed[0]} of its runs, {failed[1]} with all components on)"
+    return dataclasses.replace(sufficient, confirmed=not reason, confirmation=comparison, confirmation_reason=reason)

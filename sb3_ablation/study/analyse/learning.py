@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from sb3_ablation.study.analyse.budget import BudgetProgress, Ceiling, budget_progress, ceiling
+from sb3_ablation.study.analyse.budget import BudgetProgress, Ceiling, budget_progress, ceiling, qualified_verdict
 from sb3_ablation.study.analyse.factorial import study_design
 from sb3_ablation.study.analyse.inference import Comparison
 from sb3_ablation.study.analyse.learning_region import (
@@ -25,7 +25,7 @@ from sb3_ablation.study.analyse.learning_region import (
 from sb3_ablation.study.analyse.outcomes import study_references
 from sb3_ablation.study.analyse.results import StudyData
 from sb3_ablation.study.analyse.run_fates import RunFate, fate_arrays, study_fates
-from sb3_ablation.study.analyse.two_part import FactorTwoPart, TwoArm, factorial_two_part, two_arm
+from sb3_ablation.study.analyse.two_part import FactorTwoPart, TwoArm, factorial_two_part, return_verdict, two_arm
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.designs import Design
 from sb3_ablation.study.plan.learning_rules import LearningRules, learning_threshold
@@ -102,6 +102,10 @@ class FactorialLearning:
     :param main_verdicts: word -> the main effect's verdict as the report may give it (no ``equivalent`` averaged
         over floor cells, :func:`~sb3_ablation.study.analyse.learning_region.floor_verdict`), where given the main
         effects
+    :param conditional_verdicts: factor -> its conditional effect's verdict as the report may give it: no
+        ``equivalent`` where the region's runs with it on or off include failures
+        (:func:`~sb3_ablation.study.analyse.two_part.return_verdict`), and ``equivalent (at ceiling)`` where the
+        region sits at the task's ceiling (:func:`~sb3_ablation.study.analyse.budget.qualified_verdict`)
     """
 
     env: str
@@ -113,6 +117,7 @@ class FactorialLearning:
     conditional: ConditionalEffects
     ceiling: Ceiling | None
     main_verdicts: dict[str, str]
+    conditional_verdicts: dict[str, str] = field(default_factory=dict)
 
 
 def factorial_learning(
@@ -141,14 +146,22 @@ def factorial_learning(
     returns, failed = fate_arrays(fates, names, seeds)
     region = learning_region(design, failed, rules)
     means = {names[row]: float(np.nanmean(returns[row])) for row in region.rows if np.isfinite(returns[row]).any()}
+    in_region = factorial_two_part(design, returns, failed, plan.alpha, rows=region.rows)
+    conditional = conditional_effects(design, returns, seeds, region, plan, margin)
+    top = ceiling(env, means, rules)
+    verdicts = {}
+    for factor, comparison in conditional.effects.items():
+        verdict = return_verdict(comparison, in_region[factor].on, in_region[factor].off)
+        verdicts[factor] = qualified_verdict(verdict, at_ceiling=top is not None and top.at_ceiling)
     return FactorialLearning(
         env,
         design,
         tuple(seeds),
         region,
         factorial_two_part(design, returns, failed, plan.alpha),
-        factorial_two_part(design, returns, failed, plan.alpha, rows=region.rows),
-        conditional_effects(design, returns, seeds, region, plan, margin),
-        ceiling(env, means, rules),
+        in_region,
+        conditional,
+        top,
         {word: floor_verdict(comparison, region) for word, comparison in (main or {}).items()},
+        verdicts,
     )

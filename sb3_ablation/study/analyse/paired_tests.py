@@ -36,6 +36,15 @@ TEST_NAMES = {
     "bootstrap_percentile": "percentile-bootstrap test of the mean",
 }
 TESTS = tuple(TEST_NAMES)
+#: what each test's estimate is, as a report names it
+ESTIMATE_NAMES = {
+    "t": "mean",
+    "wilcoxon": "Hodges-Lehmann estimate",
+    "signflip": "mean",
+    "signflip_trimmed": "20% trimmed mean",
+    "bootstrap_t": "mean",
+    "bootstrap_percentile": "mean",
+}
 ALTERNATIVES = ("two-sided", "greater", "less")
 
 

@@ -21,9 +21,10 @@ from typing import Any
 from sb3_ablation.study.analyse.analysis import build_model
 from sb3_ablation.study.analyse.effects import half_normal_points
 from sb3_ablation.study.analyse.engine_check import engine_check
-from sb3_ablation.study.analyse.factorial import analyse_outcome, study_design
+from sb3_ablation.study.analyse.factorial import analyse_outcome, attainable_verdicts, study_design
 from sb3_ablation.study.analyse.figure_data import env_figures
 from sb3_ablation.study.analyse.learning import EnvLearning, env_learning, factorial_learning
+from sb3_ablation.study.analyse.learning_region import floor_verdict
 from sb3_ablation.study.analyse.provenance import study_provenance
 from sb3_ablation.study.analyse.report_model import (
     EnvFactorial,
@@ -42,12 +43,18 @@ from sb3_ablation.study.plan.variants import baseline_name
 
 
 def factorial_analyses(
-    data: StudyData, envs: list[EnvResult], plan: AnalysisPlan, learning: list[EnvLearning] | None = None
+    data: StudyData,
+    envs: list[EnvResult],
+    plan: AnalysisPlan,
+    learning: list[EnvLearning] | None = None,
+    baseline: str | None = None,
 ) -> list[EnvFactorial]:
     """
     The factorial analysis of every env whose variants form a 2^k design or a regular fraction (none for
     leave-one-out): per outcome its effects with verdicts, for the primary outcome the half-normal plot's points, and
-    where ``learning`` has the env, where TD3 learns (:func:`~sb3_ablation.study.analyse.learning.factorial_learning`).
+    where ``learning`` has the env, where TD3 learns (:func:`~sb3_ablation.study.analyse.learning.factorial_learning`);
+    per outcome, which verdicts its per-cell comparisons can reach, and where ``baseline`` is the all-on cell, the
+    smallest sufficient set confirmed by its cell's comparison with it.
     """
     fates = {result.env: result.fates for result in learning or []}
     analyses = []
@@ -56,20 +63,35 @@ def factorial_analyses(
         if found is None:
             continue
         design, variant_of = found
+        # the per-cell comparisons are with the baseline: they confirm a sufficient set where it is the all-on cell
+        every_on = variant_of["+" * len(design.factors)]
+        failed = {v: sum(f.failed for f in runs.values()) for v, runs in fates.get(e.env, {}).items()}
         outcomes = []
         for outcome in e.outcomes:
-            result = analyse_outcome(data, e.env, design, variant_of, outcome.outcome.key, plan, outcome.margin.value)
+            cells = outcome.comparisons if baseline == every_on else None
+            result = analyse_outcome(
+                data, e.env, design, variant_of, outcome.outcome.key, plan, outcome.margin.value, cells, failed
+            )
             half_normal = None
             if result is not None and outcome.primary:
                 effects = {w: c.effect for w, c in {**result.main, **result.two}.items()}
                 half_normal = HalfNormalPoints(*half_normal_points(effects))
-            outcomes.append(FactorialOutcome(outcome.outcome.key, result, half_normal))
+            # group-sequential looks decide by their own boundaries, not by the step-down's levels
+            per_cell = (
+                None if plan.looks else attainable_verdicts(outcome.comparisons, plan.test, plan.equivalence_test or plan.test)
+            )
+            outcomes.append(FactorialOutcome(outcome.outcome.key, result, half_normal, per_cell))
         where = None
         primary = e.outcome(plan.primary)
         if e.env in fates and primary is not None:
             main = next((o.result.main for o in outcomes if o.key == plan.primary and o.result is not None), None)
             rules = LearningRules()
             where = factorial_learning(data, e.env, fates[e.env], plan, rules, primary.margin.value, main)
+            # no `equivalent` for an effect averaged over floor cells, on any outcome
+            for o in outcomes:
+                if o.result is not None and where is not None:
+                    tested = {**o.result.main, **o.result.two}
+                    o.floor_verdicts = {w: floor_verdict(c, where.region) for w, c in tested.items()}
         analyses.append(EnvFactorial(e.env, design, outcomes, where))
     return analyses
 
@@ -109,10 +131,19 @@ def analyse_study(
         primary = e.outcome(plan.primary)
         margin = primary.margin.value if primary is not None else float("nan")
         learning.append(env_learning(data, e.env, baseline, plan, rules, margin))
+    factorial = factorial_analyses(data, model.envs, plan, learning, baseline)
+    # a factorial's per-cell tables say which verdicts their family can reach at its seeds
+    per_cell = {(f.env, o.key): o.per_cell for f in factorial for o in f.outcomes}
+    envs = [
+        dataclasses.replace(
+            e, outcomes=[dataclasses.replace(o, per_cell=per_cell.get((e.env, o.outcome.key))) for o in e.outcomes]
+        )
+        for e in envs
+    ]
     return dataclasses.replace(
         model,
         envs=envs,
-        factorial=factorial_analyses(data, model.envs, plan, learning),
+        factorial=factorial,
         learning=learning,
         # the digests and the declared reuse (no search of other study folders: study_provenance(out) does that)
         provenance=study_provenance(out, others=[]),

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from sb3_ablation.study.analyse.factorial import FactorialResult
+    from sb3_ablation.study.analyse.factorial import Attainable, FactorialResult
     from sb3_ablation.study.analyse.failures import EnvFailures
     from sb3_ablation.study.analyse.inference import Comparison
     from sb3_ablation.study.analyse.learning import EnvLearning, FactorialLearning
@@ -105,6 +105,9 @@ class OutcomeResult:
     # the smallest p-value an exact permutation test on the baseline's runs against a variant's could reach (NaN:
     # not computed); the report names it where the runs are too few for a claim
     min_permutation_p: float = float("nan")
+    # where the env's variants form a factorial design: which verdicts this family of per-cell comparisons can reach
+    # at its seeds (``None``: not a factorial)
+    per_cell: Attainable | None = None
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -198,11 +201,18 @@ class FactorialOutcome:
     :param key: the outcome's key
     :param result: the effects with their verdicts (``None``: fewer than 2 seeds with a run in every cell)
     :param half_normal: the half-normal plot's points (the primary outcome only)
+    :param per_cell: which verdicts the outcome's family of per-cell comparisons with the baseline can reach at its
+        seeds (``None``: none tested)
+    :param floor_verdicts: word -> the verdict of a main effect or two-factor interaction as the report may give it:
+        no ``equivalent`` for an effect averaged over cells outside the learning region
+        (:func:`~sb3_ablation.study.analyse.learning_region.floor_verdict`; empty: no learning region computed)
     """
 
     key: str
     result: FactorialResult | None
     half_normal: HalfNormalPoints | None = None
+    per_cell: Attainable | None = None
+    floor_verdicts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

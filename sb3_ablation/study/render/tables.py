@@ -117,7 +117,24 @@ def outcome_table(result: OutcomeResult, baseline: str | None, digits: int = 1, 
             else:
                 cells += [_per_seed(s.paired_seeds, s.paired_diffs, digits), fmt(s.paired_diff, digits)]
         lines.append("| " + " | ".join(cells) + " |")
-    return [*lines, ""]
+    return [*per_cell_heading(result), *lines, ""]
+
+
+def per_cell_heading(result: OutcomeResult) -> list[str]:
+    """A factorial's per-cell table that cannot reach a verdict (or one of the two) at its seeds says so above it."""
+    a = result.per_cell
+    if a is None or not a.label:
+        return []
+    equivalent = f"{a.smallest_p_equivalent:.2g}" if a.smallest_p_equivalent == a.smallest_p_equivalent else "no margin"
+    what = "no verdict but unresolved is possible in this table" if not (a.differs or a.equivalent) else (
+        "an equivalence can still be shown" if a.equivalent else "a difference can still be shown"
+    )  # fmt: skip
+    return [
+        f"**{a.label[0].upper()}{a.label[1:]}** with these tests: {what} (the smallest p they can give with {a.n} "
+        f"pairs: {a.smallest_p_differs:.2g} for a difference, {equivalent} for an equivalence; the family's first "
+        f"step asks p <= {a.level:.2g}).",
+        "",
+    ]
 
 
 def table_legend(result: OutcomeResult, plan: AnalysisPlan) -> str:
