@@ -68,7 +68,7 @@ def factorial_analyses(
         primary = e.outcome(plan.primary)
         if e.env in fates and primary is not None:
             main = next((o.result.main for o in outcomes if o.key == plan.primary and o.result is not None), None)
-            rules = LearningRules()
+            rules = plan.learning or LearningRules()
             where = factorial_learning(data, e.env, fates[e.env], plan, rules, primary.margin.value, main)
         analyses.append(EnvFactorial(e.env, design, outcomes, where))
     return analyses
@@ -102,8 +102,8 @@ def analyse_study(
     model = build_model(data, plan, declared, baseline, reps, seed, data.manifest.get("analysis_declared"))
     # the figures show every seed's runs, the verdicts only the confirmatory seeds' (build_model restricts them)
     envs = [dataclasses.replace(e, figures=env_figures(data, e, baseline, plan, reps, seed)) for e in model.envs]
-    # where TD3 learns, by the rules of plan/learning_rules.py (their defaults until the plan declares them)
-    rules = LearningRules()
+    # where TD3 learns, by the plan's rules (plan/learning_rules.py; their defaults where the plan declares none)
+    rules = plan.learning or LearningRules()
     learning = []
     for e in model.envs:
         primary = e.outcome(plan.primary)
