@@ -18,6 +18,7 @@ import dataclasses
 import os
 from typing import Any
 
+from sb3_ablation.study.analyse.amendments import plan_version_verdicts
 from sb3_ablation.study.analyse.analysis import build_model
 from sb3_ablation.study.analyse.effects import half_normal_points
 from sb3_ablation.study.analyse.engine_check import engine_check
@@ -109,7 +110,7 @@ def analyse_study(
         primary = e.outcome(plan.primary)
         margin = primary.margin.value if primary is not None else float("nan")
         learning.append(env_learning(data, e.env, baseline, plan, rules, margin))
-    return dataclasses.replace(
+    model = dataclasses.replace(
         model,
         envs=envs,
         factorial=factorial_analyses(data, model.envs, plan, learning),
@@ -121,6 +122,8 @@ def analyse_study(
         data=data,
         evaluations=evaluation_rows(out),
     )
+    # an amendment made after runs: the verdicts under each version of the plan, side by side
+    return dataclasses.replace(model, plan_versions=plan_version_verdicts(data, model, seed))
 
 
 __all__ = ["analyse_study", "factorial_analyses"]
