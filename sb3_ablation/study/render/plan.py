@@ -48,10 +48,10 @@ def runs_text(runs: list[RunKey]) -> str:
     for (env, variant), seeds in by_variant.items():
         groups[(env, seed_ranges(seeds))].append(variant)
     parts = []
-    for (env, seeds), variants in groups.items():
+    for (env, ranges), variants in groups.items():
         shown = ", ".join(variants[:SHOWN_VARIANTS])
         more = f" and {len(variants) - SHOWN_VARIANTS} more variants" if len(variants) > SHOWN_VARIANTS else ""
-        parts.append(f"{env} {shown}{more} (seeds {seeds})")
+        parts.append(f"{env} {shown}{more} (seeds {ranges})")
     return "; ".join(parts)
 
 
