@@ -95,16 +95,19 @@ def _provenance_banners(model: ReportModel) -> list[str]:
         )
     missing = provenance.runs(BEFORE_DIGESTS)
     if missing and provenance.digest is not None:
-        which = f"None of the {total} records" if len(missing) == total else f"{len(missing)} of the {total} records"
+        if len(missing) == total:
+            which = f"None of the {total} records carries a plan digest"
+        else:
+            which = f"{len(missing)} of the {total} records {'carries' if len(missing) == 1 else 'carry'} no plan digest"
         texts.append(
-            f"**{which} carry the plan's digest**: written before the package wrote digests, they cannot be checked "
-            "against the plan; the dates in study.json and the records are the only evidence of the order"
+            f"**{which}**: written before the package wrote digests, they cannot be checked against the plan; the "
+            "dates in study.json and the records are the only evidence of the order"
             + ("" if len(missing) == total else f" ({runs_text(missing)})")
             + "."
         )
     for status, words in (
-        (OTHER_PLAN, "were made under another plan (a digest that is no version of this study's plan)"),
-        (EARLIER_VERSION, "were made under an earlier version of the plan (before an amendment)"),
+        (OTHER_PLAN, "made under another plan (a digest that is no version of this study's plan)"),
+        (EARLIER_VERSION, "made under an earlier version of the plan (before an amendment)"),
     ):
         if runs := provenance.runs(status):
             texts.append(f"**{plural(len(runs), 'record')} {words}:** {runs_text(runs)}.")
