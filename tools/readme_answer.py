@@ -32,6 +32,8 @@ LEAVE_ONE_OUT = (
 )
 FACTORIALS = (("pendulum-2x6", "Pendulum-v1"), ("hopper-half-fraction", "Hopper-v5"))
 SEQUENTIAL = ("pendulum-sequential", "Pendulum-v1")
+#: the report section of a plan amended after runs (sb3_ablation/study/render/amendments.py)
+AMENDED_TITLE = "Plan amended after runs: verdicts side by side"
 TUNED = ("pendulum-tuned", "Pendulum-v1", "Removed with TD3's hyperparameters, and with its own")
 # the TD3 paper's question where TD3 learns: (folder, env, the paper's task name in tools/td3_paper_table2.yml)
 PAPER_300K = ("hopper-paper-300k", "Hopper-v5", "Hopper")
@@ -72,6 +74,31 @@ def leave_one_out_table() -> list[str]:
     return lines
 
 
+def plan_history(study: dict) -> str:
+    """
+    The plan's history in the words of the report's banners (render/plan.py): fixed after runs had finished (then not
+    a confirmatory test), runs reused from other studies, and amendments made after runs.
+    """
+    finished = (study["plan_declared"] or {}).get("finished_runs")
+    reused = len((study.get("provenance") or {}).get("reused") or [])
+    if finished is None:
+        text = "plan fixed after the runs, not a confirmatory test"
+    elif finished:
+        text = f"plan fixed after {finished} runs had finished (reused from an earlier study), not a confirmatory test"
+    else:
+        text = "plan declared before the first run"
+        if reused:
+            text += f", {reused} of whose runs reproduce an earlier study's, with their results known"
+    amended = (study["sections"].get(AMENDED_TITLE) or {}).get("versions", [])[1:]
+    for version in amended:
+        if version["finished_runs"]:
+            text += (
+                f"; amended after {version['finished_runs']} runs ({'; '.join(version['changes'])}), the verdicts under "
+                "both plans in its report"
+            )
+    return text
+
+
 def factorial_lines(folder: str, env: str) -> list[str]:
     """A factorial design's effects: the full 2^k, or a regular fraction with its alias structure named."""
     if not (STUDIES / folder / "report.json").exists():
@@ -79,13 +106,8 @@ def factorial_lines(folder: str, env: str) -> list[str]:
     study = report(folder)
     factorial = study["sections"][f"{env}: factorial analysis"]
     section = factorial["outcomes"]["final_window"]
-    steps, reused = study["envs"][env]["training_steps"], (study["plan_declared"] or {}).get("finished_runs")
-    if reused is None:
-        declared = "plan fixed after the runs"
-    elif reused:
-        declared = f"plan declared before its own runs, with {reused} runs reused from an earlier study already finished"
-    else:
-        declared = "plan declared before the first run"
+    steps = study["envs"][env]["training_steps"]
+    declared = plan_history(study)
     seeds, relation = len(section["seeds"]), factorial["design"]["defining_relation"]
     factors = len(factorial["design"]["factors"])
     cells = 2**factors // 2 ** len(relation)
@@ -142,8 +164,11 @@ def sequential_lines() -> list[str]:
     folder, env = SEQUENTIAL
     if not (STUDIES / folder / "report.json").exists():
         return []
-    outcome = report(folder)["envs"][env]["outcomes"]["final_window"]
+    study = report(folder)
+    outcome = study["envs"][env]["outcomes"]["final_window"]
     looks, variants = outcome["sequential"], outcome["variants"]
+    # where git shows the plan and the first runs in one commit, only the package's timestamps give the order
+    when = "by the package's own timestamps" if (study["plan_declared"] or {}).get("note") else ""
     order = looks["seed_order"]
     groups: dict[tuple[int, str], list[str]] = {}
     last = len(looks["looks"]) - 1
@@ -159,7 +184,8 @@ def sequential_lines() -> list[str]:
     return [
         "",
         f"**A confirmatory replication on {env}** (seeds {order[0]}-{order[-1]}, which the table's Pendulum study "
-        f"never used; plan, margin and looks at {' and '.join(map(str, looks['looks']))} seeds declared before the first run, "
+        f"never used; plan, margin and looks at {' and '.join(map(str, looks['looks']))} seeds declared before the first "
+        f"run{' ' + when if when else ''}, "
         f"{looks['boundary']} alpha spending, one family-wise alpha = 0.05 over all looks; the next block of seeds "
         "only for comparisons still open; component removed, verdict and estimate):",
         "",
