@@ -122,7 +122,7 @@ def test_the_banner_names_reused_records_records_from_before_the_plan_and_group_
     assert "**1 record made under another plan" in banner and "Pendulum-v1 td3 (seeds 2)" in banner
     assert "**1 record finished before the plan was declared:** Pendulum-v1 td3 (seeds 0)." in banner
     assert "**2 runs reused from `docs/studies/source`** (run again with the same settings and seeds" in banner
-    assert "run again with that study's seeds." in banner
+    assert "Run again with that study's seeds." in banner
     assert "cannot be reproduced record by record: their batched group set their random streams" in banner
     facts = plan_provenance_json(model)
     assert facts["without_digest"] == [["Pendulum-v1", "td3", 0]] and facts["group_dependent"] == [["Pendulum-v1", "td3", 0]]
@@ -162,3 +162,19 @@ def test_the_plan_section_says_whether_the_learning_rules_were_declared(tmp_path
     undeclared = _learning_line(AnalysisPlan())
     assert "the package's defaults, not declared before these runs" in undeclared and "5%" in undeclared
     assert "20%" in _learning_line(AnalysisPlan.from_dict({"learning": {"learning_fraction": 0.2}}))
+
+
+def test_a_study_from_before_digests_says_its_order_rests_on_dates(tmp_path):
+    open_manifest(config(tmp_path), RESOLVED, {})
+    manifest = read_manifest(tmp_path)
+    del manifest["design"], manifest["analysis_declared"]["digest"], manifest["analysis"]["learning"]
+    manifest["analysis_declared"]["note"] = "the plan and the first records were committed together"
+    (tmp_path / "study.json").write_text(json.dumps(manifest))
+    for variant in VARIANTS:
+        for seed in SEEDS:
+            write_record(tmp_path, variant, seed, finished_at="2099-01-01T00:00:00+0000")
+    model = analyse_study(tmp_path, reps=REPS)
+    banner = plan_banner(model)
+    assert banner[0] == "> **Plan history:** The plan and the first records were committed together."
+    assert "**Neither the plan nor any of the 30 records carries a digest**" in banner[2]
+    assert len(banner) == 4 and not plan_provenance_json(model)["learning_rules"]["declared"]

@@ -72,7 +72,7 @@ def _declared_banner(model: ReportModel) -> list[str]:
     finished = declared.get("finished_runs")
     note = declared.get("note", "")
     if model.declared is not None and finished == 0:
-        return [f"> **Plan history:** {note}", ""] if note else []
+        return [f"> **Plan history:** {note[:1].upper() + note[1:]}.", ""] if note else []
     when = declared.get("at", "an unknown date")
     return [
         f"> **This study's analysis plan was fixed after {plural(finished, 'run') if finished else 'its runs'} had "
@@ -105,6 +105,12 @@ def _provenance_banners(model: ReportModel) -> list[str]:
             + ("" if len(missing) == total else f" ({runs_text(missing)})")
             + "."
         )
+    elif missing and len(missing) == total:
+        texts.append(
+            f"**Neither the plan nor any of the {total} records carries a digest**: both were written before the "
+            "package wrote digests, so which plan the records were made under rests on the dates in study.json and the "
+            "records, not on a digest."
+        )
     for status, words in (
         (OTHER_PLAN, "made under another plan (a digest that is no version of this study's plan)"),
         (EARLIER_VERSION, "made under an earlier version of the plan (before an amendment)"),
@@ -133,6 +139,7 @@ def _reuse_banners(provenance: Provenance) -> list[str]:
     texts = []
     for (source, how), runs in by_source.items():
         notes = "; ".join(dict.fromkeys(run.note for run in runs if run.note))
+        notes = notes[:1].upper() + notes[1:]
         texts.append(
             f"**{plural(len(runs), 'run')} reused from `{source}`** ({REUSE_WORDS.get(how, how)}): "
             f"{runs_text([run.run for run in runs])}.{' ' + notes + '.' if notes else ''} Their records' SHA-256 "
