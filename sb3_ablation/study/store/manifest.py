@@ -179,6 +179,10 @@ def _check_plan(manifest: dict[str, Any], config: StudyConfig) -> None:
         original = (manifest.get("amendments") or [{}])[0].get("previous", manifest["analysis"])
         declared["digest"] = plan_digest(manifest["design"], original)
         declared["digest_added"] = timestamp()
+        # amendments recorded without one (tools/migrate_plan_history.py) get theirs, so new records carry the digest
+        for amendment in manifest.get("amendments") or []:
+            if amendment.get("digest") is None:
+                amendment["digest"] = plan_digest(manifest["design"], amendment["analysis"])
     current = manifest["analysis"]
     new = to_jsonable(config.analysis)
     # a key the declared plan predates, at its default, is no change: the report reads the declared plan with it
