@@ -77,6 +77,8 @@ def test_a_plan_amended_after_runs_shows_the_verdicts_under_both_plans(tmp_path)
 
     text = write_report(tmp_path, reps=REPS).read_text()
     top = text.split("## Analysis plan")[0]
+    # the study command's own config leaves the learning rules out: no "later invocation" with another plan
+    assert "A later invocation gave another plan" not in text and "learning rules: declared in the plan" in text
     assert "**The plan was amended after 30 runs had finished**" in top and "the margin of the task's references" in top
     section = text.split(f"## {TITLE}")[1]
     assert "| no_clipped_double_q | unresolved (" in section and "| equivalent (" in section

@@ -5,6 +5,7 @@ JSON (:func:`plan_provenance_json`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
@@ -234,12 +235,13 @@ def plan_section(model: ReportModel, data: StudyData) -> list[str]:
         )
     lines[-1] += _provenance_text(model.declared_at or {})
     latest = data.manifest.get("config", {}).get("analysis")
-    if model.declared is not None and latest and AnalysisPlan.from_dict(latest) != model.declared:
-        lines[-1] += (
-            " A later invocation gave another plan: "
-            + "; ".join(AnalysisPlan.from_dict(latest).differences(model.declared))
-            + "."
-        )
+    if model.declared is not None and latest:
+        given = AnalysisPlan.from_dict(latest)
+        if given.learning is None and model.declared.learning is not None:
+            # an invocation that leaves the learning rules out gives their defaults (as the study command reads it)
+            given = dataclasses.replace(given, learning=LearningRules())
+        if given != model.declared:
+            lines[-1] += " A later invocation gave another plan: " + "; ".join(given.differences(model.declared)) + "."
     windows = ", ".join(f"{e.env} {plural(len(e.window), 'evaluation')} ({e.window[0]:,}-{e.window[-1]:,} of "
                         f"{e.training_steps:,} steps)" for e in model.envs if e.window)  # fmt: skip
     margins = "; ".join(f"{e.env} {margin_text(result.margin)}" for e in model.envs if (result := e.outcome(plan.primary)))
