@@ -127,8 +127,9 @@ def _provenance_banners(model: ReportModel) -> list[str]:
         texts.append(
             "**These records cannot be reproduced record by record: their batched group set their random streams.** "
             f"{len(runs)} of the {total} records were trained by the batched engine before each agent drew from its "
-            f"own random streams (the group-invariant engine, {GROUP_INVARIANT_SINCE[:10]}): a run trained alone or in "
-            "another group gives other numbers; only its whole group, rerun as it was, can reproduce it."
+            f"own random streams (the group-invariant engine, {GROUP_INVARIANT_SINCE[:10]}): their streams depend on their "
+            "group, so a run trained alone or in another group is not the same run; only its whole group, rerun as it "
+            "was, can reproduce it."
         )
     return texts
 
