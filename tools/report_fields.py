@@ -33,26 +33,35 @@ def number(value: float | None) -> str:
     return f"{value:+,.1f}" if abs(value) < 10 else f"{value:+,.0f}"
 
 
+#: the report section of a plan amended after runs (sb3_ablation/study/render/amendments.py)
+AMENDED_TITLE = "Plan amended after runs: verdicts side by side"
+
+
 def plan_phrase(report: dict) -> str:
     """
-    How a study's plan relates to its runs, in the words of the report's own banner, from report.json: its
-    ``plan_declared`` (the manifest's record: ``at``, ``finished_runs``), and where present ``amendments`` (each with
-    ``at``, ``finished_runs``, ``reason``) and ``provenance.reused`` (the runs reused from other studies). Never typed
-    by hand: a corrected manifest corrects the sentence.
+    How a study's plan relates to its runs, in the words of the report's own banners (render/plan.py), from
+    report.json: its ``plan_declared`` (the manifest's record: ``at``, ``finished_runs``), ``provenance.reused`` (the
+    runs reused from other studies) and the amendments made after runs (the section ``AMENDED_TITLE``, whose first
+    version is the plan as declared). Never typed by hand: a corrected manifest corrects the sentence.
     """
     declared = report.get("plan_declared") or {}
     finished, at = declared.get("finished_runs"), declared.get("at")
     when = f" ({at[:10]})" if at else ""
+    reused = dig(report, "provenance", "reused")
+    reused = reused if isinstance(reused, list) else []
     if finished == 0:
         text = f"plan declared before the first run{when}"
+        if reused:
+            text += f", {len(reused)} of whose runs reproduce an earlier study's, with their results known"
     else:
         runs = f"{finished} runs" if finished else "its runs"
-        text = f"plan fixed after {runs} had finished{when}: a re-analysis, not a confirmatory test"
-    amendments = report.get("amendments")
-    if isinstance(amendments, list) and amendments:
-        reasons = "; ".join(str(a.get("reason", "")) for a in amendments if isinstance(a, dict))
-        text += f"; amended {len(amendments)} time{'s' if len(amendments) > 1 else ''} after runs ({reasons})"
-    reused = dig(report, "provenance", "reused")
-    if isinstance(reused, list) and reused:
-        text += f"; {len(reused)} runs reused from other studies"
+        source = " (reused from an earlier study)" if finished and reused else ""
+        text = f"plan fixed after {runs} had finished{source}{when}: a re-analysis, not a confirmatory test"
+    versions = dig(report, "sections", AMENDED_TITLE, "versions")
+    for version in (versions if isinstance(versions, list) else [])[1:]:
+        if isinstance(version, dict) and version.get("finished_runs"):
+            changes = "; ".join(map(str, version.get("changes") or []))
+            text += (
+                f"; amended after {version['finished_runs']} runs ({changes}): its report shows the verdicts under both plans"
+            )
     return text

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import readme_answer  # noqa: E402
-from report_fields import estimate_name, plan_phrase  # noqa: E402
+from report_fields import AMENDED_TITLE, estimate_name, plan_phrase  # noqa: E402
 
 WILCOXON = "Wilcoxon signed-rank test (Hodges-Lehmann estimate, exact interval); equivalence: TOST with the sign-flip"
 
@@ -56,10 +56,16 @@ def test_plan_phrases_follow_the_manifest_record():
     assert late == "plan fixed after 40 runs had finished: a re-analysis, not a confirmatory test"
     amended = plan_phrase({
         "plan_declared": {"finished_runs": 0},
-        "amendments": [{"reason": "equivalence test changed", "finished_runs": 640}],
+        "sections": {AMENDED_TITLE: {"versions": [
+            {"finished_runs": 0, "changes": []},
+            {"finished_runs": 640, "changes": ["equivalence_test: signflip -> wilcoxon"]},
+        ]}},
         "provenance": {"reused": [{"run": 1}, {"run": 2}]},
     })  # fmt: skip
-    assert "amended 1 time after runs (equivalence test changed)" in amended and "2 runs reused" in amended
+    assert "amended after 640 runs (equivalence_test: signflip -> wilcoxon)" in amended
+    assert "2 of whose runs reproduce an earlier study's" in amended
+    reused_first = plan_phrase({"plan_declared": {"finished_runs": 40}, "provenance": {"reused": [{"run": 1}]}})
+    assert reused_first.startswith("plan fixed after 40 runs had finished (reused from an earlier study)")
 
 
 def test_the_committed_answer_reads_one_convention(studies):

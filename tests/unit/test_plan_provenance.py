@@ -185,3 +185,19 @@ def test_a_plan_key_the_declared_plan_predates_is_no_change_at_its_default(tmp_p
 def test_amend_plan_needs_a_reason():
     with pytest.raises(StudyError, match="amend_plan must say why"):
         config("out", amend_plan="  ")
+
+
+def test_an_amendment_recorded_without_a_digest_gets_one_when_the_study_is_resumed(tmp_path):
+    open_manifest(config(tmp_path, analysis={"alpha": 0.1}), RESOLVED, {})
+    write_record(tmp_path)
+    manifest = read_manifest(tmp_path)
+    previous = {**manifest["analysis"], "alpha": 0.05}
+    del manifest["design"], manifest["analysis_declared"]["digest"]
+    manifest["amendments"] = [{"at": "x", "finished_runs": 1, "reason": "r", "previous": previous,
+                               "analysis": manifest["analysis"], "digest": None}]  # fmt: skip
+    (tmp_path / "study.json").write_text(json.dumps(manifest))
+    resumed = open_manifest(config(tmp_path, analysis={"alpha": 0.1}), RESOLVED, {})
+    original, amended = plan_versions(resumed)
+    assert original["analysis"]["alpha"] == 0.05 and None not in (original["digest"], amended["digest"])
+    assert plan_in_force_digest(resumed) == amended["digest"] != original["digest"]
+    assert study_provenance(tmp_path, others=[]).verified

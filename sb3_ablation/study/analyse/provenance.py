@@ -20,6 +20,12 @@ comparing each record with the record at the same place in each other study fold
 - *reproduced*: the same results (:data:`RESULT_KEYS`: settings, evaluations, diagnostics) but another run (its host,
   times and date differ): the same seed and settings run again, which the engines reproduce bit for bit, so it adds
   no independent evidence to the other study's.
+
+A declared reuse may say how (``how``) and why (``note``); where the source is not searched (``others=[]``, as the
+report does) the declared ``how`` stands.
+
+Records of the batched engine from before per-agent random streams (:func:`group_dependent`) cannot be reproduced
+one by one: their batched group's composition set their random streams.
 """
 
 from __future__ import annotations
@@ -40,6 +46,10 @@ from sb3_ablation.study.store.runs import read_run, record_paths
 #: ``(env, variant, seed)`` of a run
 RunKey = tuple[str, str, int]
 
+#: when the group-invariant batched engine (each agent its own random streams: commit 0c23adc) reached the main line
+#: (merge 23942c2); the plan digests came in the same minute (merge da3fb30), so a batched record with a digest is
+#: group-invariant and one without, finished before this, is not
+GROUP_INVARIANT_SINCE = "2026-11-26T19:28:38+0000"
 UNDER_PLAN, EARLIER_VERSION, OTHER_PLAN, BEFORE_DIGESTS = "under the plan", "earlier version", "another plan", "no digest"
 COPIED, REPRODUCED = "copied", "reproduced"
 #: the entries of a record that its settings and seed determine (not its host, software versions, times or date)
@@ -62,6 +72,8 @@ class RecordProvenance:
     :param before_plan: it finished before the plan was declared (``None``: a date is missing)
     :param content_digest: SHA-256 of the record's content (the decompressed JSON)
     :param result_digest: SHA-256 of its results (:data:`RESULT_KEYS` in canonical JSON)
+    :param engine: the engine that trained it (``None``: the process engine, or a record without the key)
+    :param finished_at: when it finished, as the record says (``None``: not recorded)
     """
 
     run: RunKey
@@ -72,6 +84,17 @@ class RecordProvenance:
     before_plan: bool | None
     content_digest: str
     result_digest: str
+    engine: str | None = None
+    finished_at: str | None = None
+
+    @property
+    def group_dependent(self) -> bool:
+        """Trained by the batched engine before per-agent random streams (:data:`GROUP_INVARIANT_SINCE`): its group's
+        composition set its random streams, so it cannot be reproduced on its own."""
+        if self.engine != "batched" or self.digest is not None:
+            return False
+        finished, since = _parse_time(self.finished_at), _parse_time(GROUP_INVARIANT_SINCE)
+        return finished is None or since is None or finished < since
 
 
 @dataclass(frozen=True)
@@ -84,12 +107,16 @@ class ReusedRun:
     :param how: :data:`COPIED` (the same record) or :data:`REPRODUCED` (the same results, another run); ``None``: declared
         in the manifest but not found in the source
     :param declared: this study's manifest declares the reuse (``reused``)
+    :param digest: SHA-256 of this study's record (:func:`record_digest`), where the study has it
+    :param note: the manifest's word on the reuse (``note`` of its ``reused`` entry)
     """
 
     run: RunKey
     source: str
     how: str | None
     declared: bool
+    digest: str | None = None
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -133,6 +160,11 @@ class Provenance:
     def shared(self, how: str) -> list[ReusedRun]:
         """The runs shared with other studies in one way (:data:`COPIED` or :data:`REPRODUCED`)."""
         return [run for run in self.reused if run.how == how]
+
+    @property
+    def group_dependent(self) -> list[RunKey]:
+        """The runs whose batched group set their random streams (:attr:`RecordProvenance.group_dependent`)."""
+        return [record.run for record in self.records if record.group_dependent]
 
 
 def record_digest(path: str | os.PathLike[str]) -> str:
@@ -212,7 +244,18 @@ def study_provenance(
         run = (str(record["env"]), str(record["variant"]), int(record["seed"]))
         relative = path.relative_to(out).as_posix()
         records.append(
-            RecordProvenance(run, relative, digest, status, version, before, record_digest(path), result_digest(record))
+            RecordProvenance(
+                run,
+                relative,
+                digest,
+                status,
+                version,
+                before,
+                record_digest(path),
+                result_digest(record),
+                record.get("engine"),
+                None if record.get("finished_at") is None else str(record["finished_at"]),
+            )
         )
     return Provenance(target, _verified(manifest, versions), digests, tuple(records), _reused(out, manifest, records, others))
 
@@ -225,14 +268,16 @@ def _reused(
 ) -> tuple[ReusedRun, ...]:
     folders = study_folders(out.resolve().parent) if others is None else [Path(other) for other in others]
     # a source is known by its folder's name: the manifest names it as written there, a search as found here
-    declared: dict[tuple[RunKey, str], str] = {}
+    declared: dict[tuple[RunKey, str], Mapping[str, Any]] = {}
     for entry in manifest.get("reused") or []:
         for env, variant, seed in entry.get("runs") or []:
-            declared[((str(env), str(variant), int(seed)), Path(str(entry["from"])).name)] = str(entry["from"])
+            declared[((str(env), str(variant), int(seed)), Path(str(entry["from"])).name)] = entry
     found: dict[tuple[RunKey, str], tuple[str, str]] = {}
+    searched = set()
     for folder in folders:
         if folder.resolve() == out.resolve() or not (folder / MANIFEST_NAME).is_file():
             continue
+        searched.add(folder.name)
         for record in records:
             twin = folder / record.path
             if not twin.is_file():
@@ -241,12 +286,14 @@ def _reused(
                 found[(record.run, folder.name)] = (str(folder), COPIED)
             elif (other := read_run(twin)) is not None and result_digest(other) == record.result_digest:
                 found[(record.run, folder.name)] = (str(folder), REPRODUCED)
-    return tuple(
-        ReusedRun(
-            run,
-            declared.get((run, name)) or found[(run, name)][0],
-            found[(run, name)][1] if (run, name) in found else None,
-            (run, name) in declared,
-        )
-        for run, name in sorted(set(declared) | set(found))
-    )
+    digests = {record.run: record.content_digest for record in records}
+    reused = []
+    for run, name in sorted(set(declared) | set(found)):
+        entry = declared.get((run, name)) or {}
+        if (run, name) in found:
+            how: str | None = found[(run, name)][1]
+        else:  # declared: not found where searched, else as the manifest says
+            how = None if name in searched else entry.get("how")
+        source = str(entry["from"]) if entry else found[(run, name)][0]
+        reused.append(ReusedRun(run, source, how, bool(entry), digests.get(run), str(entry.get("note") or "")))
+    return tuple(reused)

@@ -18,6 +18,7 @@ import dataclasses
 import os
 from typing import Any
 
+from sb3_ablation.study.analyse.amendments import plan_version_verdicts
 from sb3_ablation.study.analyse.analysis import build_model
 from sb3_ablation.study.analyse.effects import half_normal_points
 from sb3_ablation.study.analyse.engine_check import engine_check
@@ -85,7 +86,7 @@ def factorial_analyses(
         primary = e.outcome(plan.primary)
         if e.env in fates and primary is not None:
             main = next((o.result.main for o in outcomes if o.key == plan.primary and o.result is not None), None)
-            rules = LearningRules()
+            rules = plan.learning or LearningRules()
             where = factorial_learning(data, e.env, fates[e.env], plan, rules, primary.margin.value, main)
             # no `equivalent` for an effect averaged over floor cells, on any outcome
             for o in outcomes:
@@ -124,8 +125,8 @@ def analyse_study(
     model = build_model(data, plan, declared, baseline, reps, seed, data.manifest.get("analysis_declared"))
     # the figures show every seed's runs, the verdicts only the confirmatory seeds' (build_model restricts them)
     envs = [dataclasses.replace(e, figures=env_figures(data, e, baseline, plan, reps, seed)) for e in model.envs]
-    # where TD3 learns, by the rules of plan/learning_rules.py (their defaults until the plan declares them)
-    rules = LearningRules()
+    # where TD3 learns, by the plan's rules (plan/learning_rules.py; their defaults where the plan declares none)
+    rules = plan.learning or LearningRules()
     learning = []
     for e in model.envs:
         primary = e.outcome(plan.primary)
@@ -140,7 +141,7 @@ def analyse_study(
         )
         for e in envs
     ]
-    return dataclasses.replace(
+    model = dataclasses.replace(
         model,
         envs=envs,
         factorial=factorial,
@@ -152,6 +153,8 @@ def analyse_study(
         data=data,
         evaluations=evaluation_rows(out),
     )
+    # an amendment made after runs: the verdicts under each version of the plan, side by side
+    return dataclasses.replace(model, plan_versions=plan_version_verdicts(data, model, seed))
 
 
 __all__ = ["analyse_study", "factorial_analyses"]

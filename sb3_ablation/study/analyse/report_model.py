@@ -434,6 +434,31 @@ class TuningComparison:
 # ----------------------------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class PlanVersionVerdicts:
+    """
+    The verdict tables of a study under one version of its plan (the declared plan, or an amendment made after runs
+    had finished), so that a report shows them side by side (:mod:`~sb3_ablation.study.analyse.amendments`).
+
+    :param index: 0 for the declared plan, then 1, 2, ... for each amendment
+    :param at: when this version was declared or amended (``None``: unknown)
+    :param finished_runs: the runs finished then
+    :param reason: why it was amended (``None``: the declared plan)
+    :param changes: what it changed from the version before, one item per key (empty: the declared plan)
+    :param plan: the plan of this version
+    :param verdicts: env -> table (an outcome key, or ``factorial <outcome>``) -> row (a variant, or a factorial
+        effect's name) -> ``(verdict, estimate)``
+    """
+
+    index: int
+    at: str | None
+    finished_runs: int | None
+    reason: str | None
+    changes: list[str]
+    plan: AnalysisPlan
+    verdicts: dict[str, dict[str, dict[str, tuple[str, float]]]]
+
+
 @dataclass
 class ReportModel:
     """
@@ -459,7 +484,9 @@ class ReportModel:
     :param learning: per env, the failure rules applied to every run, TD3's budget progress and each variant against
         the baseline in two parts (:mod:`~sb3_ablation.study.analyse.learning`; not rendered yet)
     :param provenance: the plan each record was made under and the runs reused from other studies
-        (:mod:`~sb3_ablation.study.analyse.provenance`; ``None``: not computed; not rendered yet)
+        (:mod:`~sb3_ablation.study.analyse.provenance`; ``None``: not computed)
+    :param plan_versions: where the plan was amended after runs had finished, the verdicts under each version of it
+        (:class:`PlanVersionVerdicts`; empty otherwise)
     """
 
     plan: AnalysisPlan
@@ -481,6 +508,7 @@ class ReportModel:
     evaluations: list[dict[str, Any]] = field(default_factory=list)
     learning: list[EnvLearning] = field(default_factory=list)
     provenance: Provenance | None = None
+    plan_versions: list[PlanVersionVerdicts] = field(default_factory=list)
 
 
 __all__ = [
@@ -501,6 +529,7 @@ __all__ = [
     "Margin",
     "MetaResult",
     "OutcomeResult",
+    "PlanVersionVerdicts",
     "ProfileEstimate",
     "ReportModel",
     "TunedComparison",

@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from sb3_ablation.common.suggestions import quoted_with_suggestion
+from sb3_ablation.common.suggestions import did_you_mean, quoted_with_suggestion
 
 OUTCOMES = ("final_window", "last", "auc", "overestimation")
 #: the paired tests the report can use (sb3_ablation.study.analyse.paired_tests); the default comes from the committed
@@ -52,6 +52,51 @@ REFERENCES_FILE = Path(__file__).with_name("references.yml")
 
 class PlanError(ValueError):
     """An analysis plan that cannot be used, reported as one line."""
+
+
+@dataclass(frozen=True)
+class LearningRules:
+    """
+    The rules that say where TD3 learns (:mod:`~sb3_ablation.study.plan.learning_rules` applies them).
+
+    :param learning_fraction: a run did not learn when its final-window return is below the random policy's return
+        plus this fraction of the span to the reference at the paper's budget
+    :param q_bound_factor: a critic diverged when its |Q| is beyond this many times max |reward| / (1 - gamma)
+    :param region_failure_rate: a component makes learning possible when the cells without it fail at least this
+        often (pooled over their seeds)
+    :param ceiling_fraction: a task is at its ceiling when TD3 and every variant end within this fraction of the span
+        below the paper's reference, and within as much of each other
+    """
+
+    learning_fraction: float = 0.05
+    q_bound_factor: float = 10.0
+    region_failure_rate: float = 0.5
+    ceiling_fraction: float = 0.05
+
+    def __post_init__(self) -> None:
+        for name, high in (
+            ("learning_fraction", 1.0),
+            ("q_bound_factor", math.inf),
+            ("region_failure_rate", 1.0),
+            ("ceiling_fraction", 1.0),
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (isinstance(value, int | float) and 0 < value <= high):
+                raise PlanError(f"learning rules: {name} must be a number in (0, {high:g}], got {value!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any] | None) -> LearningRules:
+        """Rules from a mapping (missing keys: the defaults); an unknown key is refused with the closest known one."""
+        values = dict(values or {})
+        known = [f.name for f in fields(cls)]
+        for key in values:
+            if key not in known:
+                hint = did_you_mean(str(key), known)
+                raise PlanError(f"learning rules: unknown key {key!r}{hint}; expected some of {', '.join(known)}")
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -78,6 +123,11 @@ class AnalysisPlan:
     :param boundary: the alpha-spending boundary of a sequential design (one of :data:`BOUNDARIES`)
     :param seeds: the confirmatory seeds the verdicts use (empty: every seed); runs of other seeds are a replication,
         reported on their own
+    :param learning: the rules that say where TD3 learns
+        (:class:`~sb3_ablation.study.plan.learning_rules.LearningRules`; a mapping is read with its ``from_dict``);
+        ``None``: not declared (the report then applies the package's defaults and says they were not declared before
+        the runs). A study declared now declares them (their defaults unless the study file sets them); a plan without
+        them keeps its ``to_dict``, and so its digest, unchanged.
     """
 
     primary: str = "final_window"
@@ -95,8 +145,13 @@ class AnalysisPlan:
     looks: tuple[int, ...] = ()
     boundary: str = "obrien-fleming"
     seeds: tuple[int, ...] = ()
+    learning: LearningRules | None = None
 
     def __post_init__(self) -> None:
+        if self.learning is not None and not isinstance(self.learning, LearningRules):
+            if not isinstance(self.learning, Mapping):
+                raise PlanError(f"analysis: learning must be a mapping of learning rules, got {self.learning!r}")
+            object.__setattr__(self, "learning", LearningRules.from_dict(self.learning))
         for name in (self.primary, *self.secondary):
             if name not in OUTCOMES:
                 raise PlanError(f"analysis: unknown outcome {name!r}; expected one of {', '.join(OUTCOMES)}")
@@ -140,7 +195,8 @@ class AnalysisPlan:
         return (self.primary, *self.secondary)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The plan as plain JSON; ``learning`` only where declared (so a plan without it keeps its digest)."""
+        values = {
             **asdict(self),
             "secondary": list(self.secondary),
             "margins": dict(self.margins),
@@ -148,6 +204,11 @@ class AnalysisPlan:
             "looks": list(self.looks),
             "seeds": list(self.seeds),
         }
+        if self.learning is None:
+            del values["learning"]
+        else:
+            values["learning"] = self.learning.to_dict()
+        return values
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None) -> AnalysisPlan:
@@ -181,7 +242,8 @@ class AnalysisPlan:
     def differences(self, other: AnalysisPlan) -> list[str]:
         """What differs from ``other``, one item per field: ``alpha 0.05 -> 0.1``."""
         mine, theirs = self.to_dict(), other.to_dict()
-        return [f"{key} {theirs[key]} -> {mine[key]}" for key in mine if mine[key] != theirs[key]]
+        keys = [*mine, *(key for key in theirs if key not in mine)]
+        return [f"{key} {theirs.get(key)} -> {mine.get(key)}" for key in keys if mine.get(key) != theirs.get(key)]
 
 
 def parse_margins(items: list[str] | None) -> dict[str, float]:

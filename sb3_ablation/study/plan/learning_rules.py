@@ -15,62 +15,17 @@ None of them is taken from the compared runs:
 - *ceiling*: TD3 and the variants all within ``ceiling_fraction`` of the span below the paper's reference, and their
   means within that distance of each other.
 
-These rules are not yet fields of the analysis plan (adding them there changes every plan's ``to_dict`` and so the
-committed reports): :class:`LearningRules` is declared beside it.
+They are the analysis plan's ``learning`` (:class:`~sb3_ablation.study.plan.analysis_plan.AnalysisPlan`): a study
+declared now declares them in ``study.json`` (their defaults, or what its study file sets under ``analysis.learning``),
+so they are covered by the plan's digest and fixed before the runs. A plan declared before they were plan fields has
+no ``learning`` (its ``to_dict``, digest and report stay as they were): its report applies these defaults and says
+they were not declared before the runs. :class:`LearningRules` is defined with the plan
+(:mod:`~sb3_ablation.study.plan.analysis_plan`) and imported from here.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
-from typing import Any
-
-from sb3_ablation.common.suggestions import did_you_mean
-from sb3_ablation.study.plan.analysis_plan import PlanError, reference_entry
-
-
-@dataclass(frozen=True)
-class LearningRules:
-    """
-    :param learning_fraction: a run did not learn when its final-window return is below the random policy's return
-        plus this fraction of the span to the reference at the paper's budget
-    :param q_bound_factor: a critic diverged when its |Q| is beyond this many times max |reward| / (1 - gamma)
-    :param region_failure_rate: a component makes learning possible when the cells without it fail at least this
-        often (pooled over their seeds)
-    :param ceiling_fraction: a task is at its ceiling when TD3 and every variant end within this fraction of the span
-        below the paper's reference, and within as much of each other
-    """
-
-    learning_fraction: float = 0.05
-    q_bound_factor: float = 10.0
-    region_failure_rate: float = 0.5
-    ceiling_fraction: float = 0.05
-
-    def __post_init__(self) -> None:
-        for name, high in (
-            ("learning_fraction", 1.0),
-            ("q_bound_factor", math.inf),
-            ("region_failure_rate", 1.0),
-            ("ceiling_fraction", 1.0),
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not (isinstance(value, int | float) and 0 < value <= high):
-                raise PlanError(f"learning rules: {name} must be a number in (0, {high:g}], got {value!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any] | None) -> LearningRules:
-        """Rules from a mapping (missing keys: the defaults); an unknown key is refused with the closest known one."""
-        values = dict(values or {})
-        known = [f.name for f in fields(cls)]
-        for key in values:
-            if key not in known:
-                hint = did_you_mean(str(key), known)
-                raise PlanError(f"learning rules: unknown key {key!r}{hint}; expected some of {', '.join(known)}")
-        return cls(**values)
+from sb3_ablation.study.plan.analysis_plan import LearningRules, reference_entry
 
 
 def random_return(env: str) -> tuple[float, str] | None:
@@ -110,3 +65,6 @@ def learning_threshold(env: str, rules: LearningRules) -> tuple[float | None, st
         f"the random policy's return ({random_value:,.1f}, measured) plus {rules.learning_fraction:.0%} of the span to "
         f"the reference at {budget:,} steps ({reference_value:,.1f})"
     )
+
+
+__all__ = ["LearningRules", "learning_threshold", "paper_reference", "random_return"]

@@ -1,34 +1,211 @@
-"""The report's account of its analysis plan: what was declared, when, and every deviation from it."""
+"""The report's account of its analysis plan: what was declared, when, and every deviation from it; the banners at
+the top of a report (:func:`plan_banner`: a plan fixed after runs, records not made under the plan, runs reused from
+other studies, batched records that cannot be reproduced one by one, amendments made after runs) and the same facts as
+JSON (:func:`plan_provenance_json`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
+from sb3_ablation.study.analyse.provenance import (
+    BEFORE_DIGESTS,
+    COPIED,
+    EARLIER_VERSION,
+    GROUP_INVARIANT_SINCE,
+    OTHER_PLAN,
+    REPRODUCED,
+)
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
-from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, LearningRules
+from sb3_ablation.study.render.status import seed_ranges
 from sb3_ablation.study.render.tables import margin_text
 
 if TYPE_CHECKING:
+    from sb3_ablation.study.analyse.provenance import Provenance, ReusedRun, RunKey
     from sb3_ablation.study.analyse.report_model import ReportModel
     from sb3_ablation.study.analyse.results import StudyData
 
+#: the words of a banner for runs shared with another study, by how they are shared
+REUSE_WORDS = {
+    COPIED: "the same record files, copied",
+    REPRODUCED: "run again with the same settings and seeds, with bit-identical results: no evidence independent of "
+    "that study's",
+    None: "declared in study.json",
+}
+#: variants named in a list of runs before the rest are counted
+SHOWN_VARIANTS = 4
+
+
+def runs_text(runs: list[RunKey]) -> str:
+    """Runs in a few words: per env and set of seeds, the variants (``Pendulum-v1 td3, ddpg (seeds 0-4)``)."""
+    by_variant: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for env, variant, seed in runs:
+        by_variant[(env, variant)].add(seed)
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for (env, variant), seeds in by_variant.items():
+        groups[(env, seed_ranges(seeds))].append(variant)
+    parts = []
+    for (env, ranges), variants in groups.items():
+        shown = ", ".join(variants[:SHOWN_VARIANTS])
+        more = f" and {len(variants) - SHOWN_VARIANTS} more variants" if len(variants) > SHOWN_VARIANTS else ""
+        parts.append(f"{env} {shown}{more} (seeds {ranges})")
+    return "; ".join(parts)
+
 
 def plan_banner(model: ReportModel) -> list[str]:
-    """The warning at the top of a report whose plan was fixed after runs had finished (empty otherwise)."""
+    """
+    The warnings at the top of a report (empty when there is nothing to warn of): a plan fixed after runs had finished
+    (or its history, where the manifest notes it), records not made under the plan, runs reused from other studies,
+    batched records whose group set their random streams, and amendments made after runs.
+    """
+    lines = _declared_banner(model)
+    for text in (*_provenance_banners(model), *_amendment_banners(model)):
+        lines += [f"> {text}", ""]
+    return lines
+
+
+def _declared_banner(model: ReportModel) -> list[str]:
     declared = model.declared_at or {}
     finished = declared.get("finished_runs")
-    if model.declared is not None and finished == 0:
-        return []
-    when = declared.get("at", "an unknown date")
     note = declared.get("note", "")
+    if model.declared is not None and finished == 0:
+        return [f"> **Plan history:** {note[:1].upper() + note[1:]}.", ""] if note else []
+    when = declared.get("at", "an unknown date")
     return [
         f"> **This study's analysis plan was fixed after {plural(finished, 'run') if finished else 'its runs'} had "
         f"finished** ({when}{'; ' + note if note else ''}). "
         "Its verdicts are a re-analysis under a plan chosen with the results known, not a confirmatory test.",
         "",
     ]
+
+
+def _provenance_banners(model: ReportModel) -> list[str]:
+    provenance = model.provenance
+    if provenance is None or not provenance.records:
+        return []
+    total = len(provenance.records)
+    texts = []
+    if provenance.verified is False:
+        texts.append(
+            "**The plan's digest in study.json does not match its plan and design**: the plan or design was edited "
+            "after it was declared, outside the study command."
+        )
+    missing = provenance.runs(BEFORE_DIGESTS)
+    if missing and provenance.digest is not None:
+        if len(missing) == total:
+            which = f"None of the {total} records carries a plan digest"
+        else:
+            which = f"{len(missing)} of the {total} records {'carries' if len(missing) == 1 else 'carry'} no plan digest"
+        texts.append(
+            f"**{which}**: written before the package wrote digests, they cannot be checked against the plan; the "
+            "dates in study.json and the records are the only evidence of the order"
+            + ("" if len(missing) == total else f" ({runs_text(missing)})")
+            + "."
+        )
+    elif missing and len(missing) == total:
+        texts.append(
+            f"**Neither the plan nor any of the {total} records carries a digest**: both were written before the "
+            "package wrote digests, so which plan the records were made under rests on the dates in study.json and the "
+            "records, not on a digest."
+        )
+    for status, words in (
+        (OTHER_PLAN, "made under another plan (a digest that is no version of this study's plan)"),
+        (EARLIER_VERSION, "made under an earlier version of the plan (before an amendment)"),
+    ):
+        if runs := provenance.runs(status):
+            texts.append(f"**{plural(len(runs), 'record')} {words}:** {runs_text(runs)}.")
+    before = provenance.before_plan
+    declared_after = bool((model.declared_at or {}).get("finished_runs"))
+    if before and not (declared_after and len(before) == total):
+        texts.append(f"**{plural(len(before), 'record')} finished before the plan was declared:** {runs_text(before)}.")
+    texts += _reuse_banners(provenance)
+    if runs := provenance.group_dependent:
+        texts.append(
+            "**These records cannot be reproduced record by record: their batched group set their random streams.** "
+            f"{len(runs)} of the {total} records were trained by the batched engine before each agent drew from its "
+            f"own random streams (the group-invariant engine, {GROUP_INVARIANT_SINCE[:10]}): their streams depend on their "
+            "group, so a run trained alone or in another group is not the same run; only its whole group, rerun as it "
+            "was, can reproduce it."
+        )
+    return texts
+
+
+def _reuse_banners(provenance: Provenance) -> list[str]:
+    by_source: dict[tuple[str, str | None], list[ReusedRun]] = defaultdict(list)
+    for run in provenance.reused:
+        by_source[(run.source, run.how)].append(run)
+    texts = []
+    for (source, how), runs in by_source.items():
+        notes = "; ".join(dict.fromkeys(run.note for run in runs if run.note))
+        notes = notes[:1].upper() + notes[1:]
+        texts.append(
+            f"**{plural(len(runs), 'run')} reused from `{source}`** ({REUSE_WORDS.get(how, how)}): "
+            f"{runs_text([run.run for run in runs])}.{' ' + notes + '.' if notes else ''} Their records' SHA-256 "
+            "digests are in report.json (`provenance.reused`)."
+        )
+    return texts
+
+
+def _amendment_banners(model: ReportModel) -> list[str]:
+    return [
+        f"**The plan was amended after {plural(version.finished_runs or 0, 'run')} had finished** "
+        f"({version.at or 'an unknown date'}: {version.reason or 'no reason given'}). This report follows the plan in "
+        'force; the section "Plan amended after runs: verdicts side by side" gives the verdicts under the plan as '
+        "first declared too."
+        for version in model.plan_versions[1:]
+        if version.finished_runs
+    ]
+
+
+def plan_provenance_json(model: ReportModel) -> dict[str, Any]:
+    """
+    The facts of the banners as JSON, for report.json's ``provenance``: the digest the records are checked against,
+    whether study.json's digests verify, the records without the plan's digest, under another plan or an earlier
+    version, finished before the plan, the runs reused from other studies (with their records' SHA-256), the batched
+    records whose group set their random streams, whether the learning rules were declared, and the banners' text.
+    """
+    provenance = model.provenance
+    rules = model.plan.learning
+    facts: dict[str, Any] = {
+        "learning_rules": {
+            "declared": rules is not None,
+            "rules": (rules or LearningRules()).to_dict(),
+        },
+        "banners": [line[2:] for line in plan_banner(model) if line.startswith("> ")],
+    }
+    if provenance is None:
+        return facts
+
+    def keys(runs: list[RunKey]) -> list[list[Any]]:
+        return [list(run) for run in runs]
+
+    return {
+        **facts,
+        "digest": provenance.digest,
+        "verified": provenance.verified,
+        "versions": list(provenance.versions),
+        "records": len(provenance.records),
+        "without_digest": keys(provenance.runs(BEFORE_DIGESTS)),
+        "other_plan": keys(provenance.runs(OTHER_PLAN)),
+        "earlier_version": keys(provenance.runs(EARLIER_VERSION)),
+        "before_plan": keys(provenance.before_plan),
+        "reused": [
+            {
+                "run": list(run.run),
+                "source": run.source,
+                "how": run.how,
+                "declared": run.declared,
+                "record_digest": run.digest,
+                "note": run.note or None,
+            }
+            for run in provenance.reused
+        ],
+        "group_dependent": keys(provenance.group_dependent),
+    }
 
 
 def _provenance_text(declared: dict) -> str:
@@ -59,12 +236,13 @@ def plan_section(model: ReportModel, data: StudyData) -> list[str]:
         )
     lines[-1] += _provenance_text(model.declared_at or {})
     latest = data.manifest.get("config", {}).get("analysis")
-    if model.declared is not None and latest and AnalysisPlan.from_dict(latest) != model.declared:
-        lines[-1] += (
-            " A later invocation gave another plan: "
-            + "; ".join(AnalysisPlan.from_dict(latest).differences(model.declared))
-            + "."
-        )
+    if model.declared is not None and latest:
+        given = AnalysisPlan.from_dict(latest)
+        if given.learning is None and model.declared.learning is not None:
+            # an invocation that leaves the learning rules out gives their defaults (as the study command reads it)
+            given = dataclasses.replace(given, learning=LearningRules())
+        if given != model.declared:
+            lines[-1] += " A later invocation gave another plan: " + "; ".join(given.differences(model.declared)) + "."
     windows = ", ".join(f"{e.env} {plural(len(e.window), 'evaluation')} ({e.window[0]:,}-{e.window[-1]:,} of "
                         f"{e.training_steps:,} steps)" for e in model.envs if e.window)  # fmt: skip
     margins = "; ".join(f"{e.env} {margin_text(result.margin)}" for e in model.envs if (result := e.outcome(plan.primary)))
@@ -94,6 +272,20 @@ def plan_section(model: ReportModel, data: StudyData) -> list[str]:
         f"{plan.failure_fraction:.0%} of the reference span above the random policy (or the plan's declared return); "
         f"a critic diverged when its overestimation is not finite or beyond {plan.divergence_factor:g}x the value span.",
         f"- Power {plan.power:.0%} for the minimum detectable effect and the seeds needed.",
+        _learning_line(plan),
         "",
     ]
     return lines
+
+
+def _learning_line(plan: AnalysisPlan) -> str:
+    """Where TD3 learns: the plan's rules, or the package's defaults where the plan declares none."""
+    rules = plan.learning or LearningRules()
+    whose = "declared in the plan" if plan.learning is not None else "the package's defaults, not declared before these runs"
+    return (
+        f"- Where TD3 learns (learning rules: {whose}): a run did not learn below the measured random return plus "
+        f"{rules.learning_fraction:.0%} of the span to the paper-budget reference; a critic diverged beyond "
+        f"{rules.q_bound_factor:g}x max |reward| / (1 - gamma); a component makes learning possible when the cells "
+        f"without it fail at a pooled rate of at least {rules.region_failure_rate:.0%}; a task is at its ceiling within "
+        f"{rules.ceiling_fraction:.0%} of the span below the reference."
+    )

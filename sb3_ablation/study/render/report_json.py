@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.render.json import comparison_json, env_json, number
+from sb3_ablation.study.render.plan import plan_provenance_json
 from sb3_ablation.study.render.sections import extra_sections
 from sb3_ablation.study.render.summaries import summary_across_tasks, summary_per_task
 
@@ -58,6 +59,7 @@ def model_json(model: ReportModel) -> dict:
         "declared_plan": model.declared.to_dict() if model.declared else None,
         "plan_declared": model.declared_at,
         "plan_changes": model.plan_changes,
+        "provenance": plan_provenance_json(model),
         "error_control": model.guarantee,
         "baseline": model.baseline,
         "bootstrap": {"reps": model.reps, "seed": model.seed},

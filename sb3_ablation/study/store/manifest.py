@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sb3_ablation.common.io import write_json_atomic
-from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, LearningRules
 from sb3_ablation.study.plan.config import ResolvedHyperparams, StudyConfig, StudyError, to_jsonable
 from sb3_ablation.study.plan.digest import plan_digest, study_design
 from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, timestamp, trained_by
@@ -122,6 +122,8 @@ def _declare_plan(manifest: dict[str, Any], config: StudyConfig, analysis: dict[
     """Declare a plan (default ``config``'s) and ``config``'s design in ``manifest``, with the date, the runs finished
     and the digest."""
     manifest["analysis"] = to_jsonable(config.analysis) if analysis is None else analysis
+    # a plan declared now declares where TD3 learns too: the rules' defaults unless the study file sets them
+    manifest["analysis"].setdefault("learning", LearningRules().to_dict())
     manifest["design"] = study_design(manifest["settings"], config.envs, config.variants)
     finished = sum(1 for _ in iter_runs(config.out))
     digest = plan_digest(manifest["design"], manifest["analysis"])
@@ -177,11 +179,18 @@ def _check_plan(manifest: dict[str, Any], config: StudyConfig) -> None:
         original = (manifest.get("amendments") or [{}])[0].get("previous", manifest["analysis"])
         declared["digest"] = plan_digest(manifest["design"], original)
         declared["digest_added"] = timestamp()
+        # amendments recorded without one (tools/migrate_plan_history.py) get theirs, so new records carry the digest
+        for amendment in manifest.get("amendments") or []:
+            if amendment.get("digest") is None:
+                amendment["digest"] = plan_digest(manifest["design"], amendment["analysis"])
     current = manifest["analysis"]
     new = to_jsonable(config.analysis)
     # a key the declared plan predates, at its default, is no change: the report reads the declared plan with it
     defaults = AnalysisPlan().to_dict()
     new = {key: value for key, value in new.items() if key in current or value != defaults.get(key)}
+    # a plan that declared the learning rules is resumed by a study file that leaves them out (their defaults)
+    if "learning" in current and "learning" not in new:
+        new["learning"] = LearningRules().to_dict()
     # --env picks some of a study's envs: the margins and failure returns of the others stay as declared
     for key in ("margins", "failure_returns"):
         kept = {env: value for env, value in (current.get(key) or {}).items() if env not in config.envs}
