@@ -9,7 +9,7 @@ from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.study.plan.config import StudyConfig, StudyError, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RunTask
-from sb3_ablation.study.run.batched import RunGroup, execute_group, make_groups
+from sb3_ablation.study.run.batched import RunGroup, default_group_size, execute_group, make_groups
 from sb3_ablation.study.store.runs import model_path, read_run, run_path
 
 # Gaussian exploration noise, target policy smoothing, a warm-up of random actions and the actor's delayed updates:
@@ -101,6 +101,49 @@ def test_runs_of_several_variants_in_one_group_give_the_records_of_per_variant_g
     # (a mixed group's checkpoints are its own: named by its runs)
     records = read_run(run_path(mixed, "Pendulum-v1", "no_clipped_double_q", 0))
     assert records["group_size"] == 8 and "twin_q_gap" not in records["diagnostics"]
+
+
+def test_agents_with_and_without_delayed_policy_updates_in_one_group_give_their_per_variant_records(tmp_path):
+    # a delayed agent's actor, Adam step count and targets move every second update, the others' every update; with
+    # Gaussian actors the delayed agent also draws its samples (and logs its actor_std) at its own updates only
+    th.set_num_threads(1)
+    mixed, separate = tmp_path / "mixed", tmp_path / "separate"
+    _run(mixed, [("no_delayed_policy_update", [0]), ("td3", [1]), ("no_delayed_policy_update", [1])])
+    gaussian = "no_deterministic_policy"
+    _run(mixed / "gaussian", [(f"{gaussian}+no_delayed_policy_update", [0]), (gaussian, [0])])
+    _run(separate, [("no_delayed_policy_update", [1, 0])])
+    _run(separate, [("td3", [1])])
+    _run(separate, [(f"{gaussian}+no_delayed_policy_update", [0])])
+    _run(separate, [(gaussian, [0])])
+    for variant, seed in (("no_delayed_policy_update", 0), ("no_delayed_policy_update", 1), ("td3", 1)):
+        assert_same_run(mixed, separate, variant, seed)
+    for variant in (f"{gaussian}+no_delayed_policy_update", gaussian):
+        assert_same_run(mixed / "gaussian", separate, variant, 0)
+    # (the two schedules did differ: the delayed agent's actor did not follow the other's)
+    undelayed, delayed = (
+        read_run(run_path(mixed / "gaussian", "Pendulum-v1", variant, 0))["diagnostics"]["actor_std"]
+        for variant in (f"{gaussian}+no_delayed_policy_update", gaussian)
+    )
+    assert undelayed[-1] != delayed[-1]
+
+
+def test_a_design_defaults_to_groups_sized_to_the_cores_or_to_one_group_on_cuda(tmp_path):
+    config = StudyConfig(**SETTINGS, seeds=3, variants=["factorial:clipped_double_q,replay_buffer"], out=str(tmp_path))
+    config.engine = "batched"
+    variants = config.variant_objects
+    tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))
+    assert default_group_size(tasks, workers=2, design=True) == 6
+    for task in tasks:
+        task.group_size = 6
+    # two groups: replay_buffer shapes the whole group, clipped_double_q mixes
+    groups = make_groups(tasks)
+    assert [len(group.runs) for group in groups] == [6, 6]
+    assert groups[0].variant == "td3+no_clipped_double_q"
+    assert default_group_size(tasks, workers=5, design=True) == 3
+    assert default_group_size(tasks, workers=2, design=False) is None  # named variants: one group per variant
+    for task in tasks:
+        task.device = "cuda"
+    assert default_group_size(tasks, workers=16, design=True) == len(tasks)  # every run that can share a group
 
 
 def test_groups_mix_only_variants_an_agent_can_have_and_hold_at_most_group_size_runs(tmp_path):

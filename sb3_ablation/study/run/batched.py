@@ -52,6 +52,8 @@ from sb3_ablation.study.store.checkpoints import MODEL_FILE, RunCheckpoints, sav
 from sb3_ablation.study.store.runs import write_run
 
 ENGINE = "batched"
+#: the records' ``random_streams``: each agent draws from its own streams (its record does not depend on its group)
+RANDOM_STREAMS = "per_agent"
 
 
 @dataclass
@@ -84,8 +86,9 @@ def _mixing_key(task: RunTask) -> str:
 def make_groups(tasks: list[RunTask]) -> list[RunGroup]:
     """
     The tasks grouped, in order of first appearance, one group per process: by (env, variant) when the tasks have no
-    ``group_size`` (the default); else runs that can share a BatchedTD3 (:func:`_mixing_key`), variants mixed, at most
-    ``group_size`` per group. A run's record does not depend on its group.
+    ``group_size`` (a study of a design gets one by default: :func:`default_group_size`); else runs that can share
+    a BatchedTD3 (:func:`_mixing_key`), variants mixed, at most ``group_size`` per group. A run's record does not
+    depend on its group.
     """
     if tasks and tasks[0].group_size is not None:
         size = tasks[0].group_size
@@ -98,6 +101,33 @@ def make_groups(tasks: list[RunTask]) -> list[RunGroup]:
     for task in tasks:
         groups[(task.env, task.variant)].append(task)
     return [RunGroup(env, variant, runs) for (env, variant), runs in groups.items()]
+
+
+def default_group_size(tasks: list[RunTask], workers: int, design: bool) -> int | None:
+    """
+    The group size of a batched study that sets none (``--group-size``): for a factorial design (or a fraction),
+    whose cells differ in switches that an agent may mostly have on its own, runs of several variants share a group:
+
+    - on a CUDA device, one group of every run (every cell and seed) that can share a BatchedTD3: a single process
+      fills the device, where several would contend for it (the runs that differ in a switch of the whole group,
+      ``replay_buffer`` or ``deterministic_policy``, still form groups of their own);
+    - on CPU, groups sized to the cores: ``ceil(runs / workers)`` runs each, so that each worker process trains one
+      group (the fewest groups, each the largest batch, without leaving a core idle).
+
+    The size is computed from every run of the study (not the pending ones), so that a resumed study forms the same
+    groups and finds their checkpoints. A run's record does not depend on its group, so this changes nothing but the
+    wall time. Other studies (leave-one-out, named variants) keep one group per (env, variant).
+
+    :param tasks: every run of the study
+    :param workers: the worker processes
+    :param design: whether the study's variants are a factorial design or a fraction of one
+    :return: the group size, ``None``: one group per (env, variant)
+    """
+    if not design or not tasks:
+        return None
+    if th.device(tasks[0].device).type == "cuda":
+        return len(tasks)
+    return -(-len(tasks) // max(workers, 1))
 
 
 def group_checkpoints(tasks: list[RunTask]) -> RunCheckpoints | None:
@@ -117,7 +147,7 @@ def group_checkpoints(tasks: list[RunTask]) -> RunCheckpoints | None:
 
 def failed_group(group: RunGroup, error: str) -> list[dict[str, Any]]:
     """The records of a group that never returned (its worker died)."""
-    return [failed_record(task, error, engine=ENGINE) for task in group.runs]
+    return [failed_record(task, error, engine=ENGINE, random_streams=RANDOM_STREAMS) for task in group.runs]
 
 
 class AgentEvaluations(BaseCallback):
@@ -211,7 +241,7 @@ def execute_group(group: RunGroup) -> list[dict[str, Any]]:
     th.set_num_threads(1)  # one thread per group: parallel groups on separate cores
     started = time.time()
     tasks = group.runs
-    records = [new_record(task, engine=ENGINE, group_size=len(tasks)) for task in tasks]
+    records = [new_record(task, engine=ENGINE, group_size=len(tasks), random_streams=RANDOM_STREAMS) for task in tasks]
     checkpoints = group_checkpoints(tasks)
     run_warnings = RunWarnings()
     built: BuiltGroup | None = None
