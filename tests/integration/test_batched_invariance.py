@@ -132,14 +132,16 @@ def test_a_design_defaults_to_groups_sized_to_the_cores_or_to_one_group_on_cuda(
     config.engine = "batched"
     variants = config.variant_objects
     tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))
-    assert default_group_size(tasks, workers=2, design=True) == 6
+    # 12 runs, 6 with a replay buffer and 6 without (it shapes the whole group): each half in one group per worker
+    assert default_group_size(tasks, workers=2, design=True) == 3
     for task in tasks:
-        task.group_size = 6
-    # two groups: replay_buffer shapes the whole group, clipped_double_q mixes
+        task.group_size = 3
     groups = make_groups(tasks)
-    assert [len(group.runs) for group in groups] == [6, 6]
-    assert groups[0].variant == "td3+no_clipped_double_q"
-    assert default_group_size(tasks, workers=5, design=True) == 3
+    assert [len(group.runs) for group in groups] == [3, 3, 3, 3]
+    assert groups[0].variant == "td3+no_clipped_double_q"  # clipped_double_q mixes
+    assert [len({task.switches["replay_buffer"] for task in group.runs}) for group in groups] == [1, 1, 1, 1]
+    assert default_group_size(tasks, workers=1, design=True) == 6
+    assert default_group_size(tasks, workers=5, design=True) == 2
     assert default_group_size(tasks, workers=2, design=False) is None  # named variants: one group per variant
     for task in tasks:
         task.device = "cuda"

@@ -111,8 +111,10 @@ def default_group_size(tasks: list[RunTask], workers: int, design: bool) -> int 
     - on a CUDA device, one group of every run (every cell and seed) that can share a BatchedTD3: a single process
       fills the device, where several would contend for it (the runs that differ in a switch of the whole group,
       ``replay_buffer`` or ``deterministic_policy``, still form groups of their own);
-    - on CPU, groups sized to the cores: ``ceil(runs / workers)`` runs each, so that each worker process trains one
-      group (the fewest groups, each the largest batch, without leaving a core idle).
+    - on CPU, groups sized to the cores: the runs that can share a group (those of one value of the switches of the
+      whole group) split into as many groups as there are workers, ``ceil(runs / classes / workers)`` runs each, so
+      that each worker trains a group of each class (the largest batches that leave no core idle while another
+      works through a class that costs more: without a replay buffer, a step costs far less).
 
     The size is computed from every run of the study (not the pending ones), so that a resumed study forms the same
     groups and finds their checkpoints. A run's record does not depend on its group, so this changes nothing but the
@@ -127,7 +129,8 @@ def default_group_size(tasks: list[RunTask], workers: int, design: bool) -> int 
         return None
     if th.device(tasks[0].device).type == "cuda":
         return len(tasks)
-    return -(-len(tasks) // max(workers, 1))
+    classes = len({_mixing_key(task) for task in tasks})
+    return -(-len(tasks) // (classes * max(workers, 1)))
 
 
 def group_checkpoints(tasks: list[RunTask]) -> RunCheckpoints | None:
