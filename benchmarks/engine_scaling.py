@@ -10,7 +10,7 @@ time), ``--repeats`` times, settings interleaved; the medians, minima and maxima
 
     OMP_NUM_THREADS=1 python benchmarks/engine_scaling.py --agents 1 10 64 --steps 100 --repeats 3 \
         --json benchmarks/results/engine_scaling_cpu.json
-    python benchmarks/engine_scaling.py --device cuda --agents 1 10 64 640 --factorial-steps 5000 \
+    python benchmarks/engine_scaling.py --device cuda --agents 1 10 64 640 --factorial-steps 2000 \
         --json benchmarks/results/engine_scaling_cuda.json       # see benchmarks/gpu_check.sh
 
 With ``--factorial-steps N`` it also reports the wall time of the whole 2^6 x 10-seed Pendulum factorial (N steps
@@ -171,6 +171,8 @@ def main() -> None:
             for setting in ("per_variant", "mixed")
         )
         print(f"K={n_agents}: {line}; mixed / per-variant {summary['mixed_over_per_variant']['median']:.2f}")
+    if args.json and args.factorial_steps:  # (written first without the factorial: it may run out of time)
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     if args.factorial_steps:
         seconds = factorial_wall_time(args.factorial_steps, args.device)
         result["factorial_2x6_10_seeds"] = {"steps_per_run": args.factorial_steps, "wall_time_s": seconds}

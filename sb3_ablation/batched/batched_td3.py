@@ -31,7 +31,13 @@ SelfBatchedTD3 = TypeVar("SelfBatchedTD3", bound="BatchedTD3")
 
 #: the switches whose value may differ between the agents of one BatchedTD3 (the others shape the whole group: the
 #: actor's kind, the replay buffer, the update schedule)
-MIXABLE_SWITCHES = ("clipped_double_q", "target_networks", "target_policy_smoothing", "delayed_policy_update")
+MIXABLE_SWITCHES = (
+    "clipped_double_q",
+    "target_networks",
+    "target_policy_smoothing",
+    "delayed_policy_update",
+    "deterministic_policy",
+)
 
 
 class AgentReplayBuffer(ReplayBuffer):
@@ -252,7 +258,10 @@ class BatchedTD3(AblatableTD3):
             agent_switches = [{**DEFAULTS, **switches} for switches in agent_switches]
             for name in SWITCHES:
                 values = {switches[name] for switches in agent_switches}
-                if name in MIXABLE_SWITCHES:
+                if name == "deterministic_policy":
+                    # a Gaussian actor if any agent has one: a deterministic agent's is its mean (no sample drawn)
+                    kwargs[name] = False not in values
+                elif name in MIXABLE_SWITCHES:
                     # the group's networks: those of an agent with every mixable component any agent has
                     kwargs[name] = True in values
                 elif len(values) > 1 or kwargs.get(name, DEFAULTS[name]) not in values:
@@ -298,6 +307,23 @@ class BatchedTD3(AblatableTD3):
 
     def _implied_policy_kwargs(self) -> dict[str, Any]:
         return {**super()._implied_policy_kwargs(), "n_agents": self.n_agents}
+
+    def _apply_switches(self) -> None:
+        if self.deterministic_policy or not any(switches["deterministic_policy"] for switches in self.agent_switches):
+            super()._apply_switches()
+            return
+        # a Gaussian group with deterministic agents keeps their action noise (the Gaussian agents draw none)
+        self.switches["deterministic_policy"] = True
+        try:
+            super()._apply_switches()
+        finally:
+            self.switches["deterministic_policy"] = False
+
+    @property
+    def stochastic_agents(self) -> list[bool] | None:
+        """Whether agent k has a Gaussian actor, where the group's agents differ in that (else ``None``)."""
+        stochastic = [not switches["deterministic_policy"] for switches in self.agent_switches]
+        return stochastic if len(set(stochastic)) > 1 else None
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_element_agents"]  # derived from the flat buffers
@@ -347,8 +373,15 @@ class BatchedTD3(AblatableTD3):
         scaled_action = policy.scale_action(unscaled_action)
         if action_noise is not None:
             noises = action_noise.noises if isinstance(action_noise, VectorizedActionNoise) else [action_noise]
-            draws = [stream.action_noise(noise) for stream, noise in zip(self.agent_streams, noises, strict=True)]
-            scaled_action = np.clip(scaled_action + np.stack(draws), -1, 1)
+            stochastic = self.stochastic_agents
+            if stochastic is None:
+                draws = [stream.action_noise(noise) for stream, noise in zip(self.agent_streams, noises, strict=True)]
+                scaled_action = np.clip(scaled_action + np.stack(draws), -1, 1)
+            else:  # only the deterministic agents explore with action noise (the others by sampling themselves)
+                scaled_action = np.array(scaled_action)
+                for agent, (stream, noise) in enumerate(zip(self.agent_streams, noises, strict=True)):
+                    if not stochastic[agent]:
+                        scaled_action[agent] = np.clip(scaled_action[agent] + stream.action_noise(noise), -1, 1)
         return policy.unscale_action(scaled_action), scaled_action
 
     def _actor_actions(self, observations: th.Tensor, actor: th.nn.Module | None = None) -> th.Tensor:
@@ -368,11 +401,13 @@ class BatchedTD3(AblatableTD3):
         A reparameterized sample of the Gaussian ``actor`` (the online one by default) and its log-std: SB3's squashed
         Gaussian arithmetic, ``tanh(mean + eps * std)``, agent k's ``eps`` drawn from its generator.
 
-        :param agents: the agents that sample (the others draw nothing: their ``eps`` is zero); default every agent
+        :param agents: the agents that sample (the others draw nothing: their ``eps`` is zero, their action the
+            squashed mean, as a deterministic actor's); default those with a Gaussian actor
         """
         gaussian_actor = cast(GaussianActor, self.actor if actor is None else actor)  # deterministic_actor=False
         mean_actions, log_std = gaussian_actor.get_action_dist_params(observations)
         action_std = th.ones_like(mean_actions) * log_std.exp()
+        agents = self.stochastic_agents if agents is None else agents
         stds = None if agents is None else [1.0 if sampling else None for sampling in agents]
         eps = agent_normal(mean_actions, self.agent_streams, stds)
         return th.tanh(mean_actions + eps * action_std), log_std
@@ -445,7 +480,7 @@ class BatchedTD3(AblatableTD3):
                     actions, log_std = self._gaussian_sample(replay_data.observations)
                 actor_loss = -self.critic.q1_forward(replay_data.observations, actions).mean(dim=(1, 2)).sum()
                 self._gradient_step(self.actor.optimizer, actor_loss, inputs=self._actor_parameters)
-                stats.actor_step(actor_loss, log_std)
+                stats.actor_step(actor_loss, log_std, agents=self.stochastic_agents)
                 if self.target_networks:
                     params, target_params, running_stats, target_running_stats = self.policy.polyak_tensors()
                     foreach_polyak_update(params, target_params, self.tau)
@@ -464,10 +499,12 @@ class BatchedTD3(AblatableTD3):
         active = [self._n_updates % delay == 0 for delay in agent_delays]
         if not any(active):
             return
+        stochastic = self.stochastic_agents
+        sampling = active if stochastic is None else [taken and own for taken, own in zip(active, stochastic, strict=True)]
         if self.deterministic_policy:
             actions, log_std = self.actor(observations), None
         else:
-            actions, log_std = self._gaussian_sample(observations, agents=active)
+            actions, log_std = self._gaussian_sample(observations, agents=sampling)
         weights = th.tensor(active, dtype=th.float32, device=self.device)
         actor_loss = -(self.critic.q1_forward(observations, actions).mean(dim=(1, 2)) * weights).sum()
         optimizer = self.actor.optimizer
@@ -477,7 +514,7 @@ class BatchedTD3(AblatableTD3):
         actor_loss.backward(inputs=self._actor_parameters)
         counts = [self._n_updates // delay for delay in agent_delays]
         agent_adam_step(optimizer, self._agents_of(optimizer.flat_params), active, counts)
-        stats.actor_step(actor_loss, log_std, agents=active)
+        stats.actor_step(actor_loss, log_std, agents=sampling)
         if self.target_networks:
             params, target_params, running_stats, _ = self.policy.polyak_tensors()
             if running_stats:

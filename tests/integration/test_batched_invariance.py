@@ -127,6 +127,28 @@ def test_agents_with_and_without_delayed_policy_updates_in_one_group_give_their_
     assert undelayed[-1] != delayed[-1]
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
+def test_deterministic_and_gaussian_actors_in_one_group_give_their_per_variant_records(tmp_path, device):
+    # the group's actor is Gaussian: a deterministic agent's is its squashed mean (no sample drawn, its own action
+    # noise), with its initial weights; mixed with a delayed policy update too
+    th.set_num_threads(1)
+    mixed, separate = tmp_path / "mixed", tmp_path / "separate"
+    gaussian = "no_deterministic_policy"
+    # (a Gaussian agent first: the group's settings are built from its hyperparameters)
+    cells = [(gaussian, 0), ("td3", 0), (f"{gaussian}+no_delayed_policy_update", 1), ("no_delayed_policy_update", 1)]
+    _run(mixed, [(variant, [seed]) for variant, seed in cells], device)
+    for variant, seed in cells:
+        _run(separate, [(variant, [seed])], device)
+        assert_same_run(mixed, separate, variant, seed)
+    records = {variant: read_run(run_path(mixed, "Pendulum-v1", variant, seed)) for variant, seed in cells}
+    assert "actor_std" in records[gaussian]["diagnostics"] and "actor_std" not in records["td3"]["diagnostics"]
+    # (a group's warnings are those of building its runs: none of its own, e.g. about the kept action noise)
+    runs_warnings = {
+        text for variant, seed in cells for text in read_run(run_path(separate, "Pendulum-v1", variant, seed))["warnings"]
+    }
+    assert all(set(record["warnings"]) <= runs_warnings for record in records.values())
+
+
 def test_a_design_defaults_to_groups_sized_to_the_cores_or_to_one_group_on_cuda(tmp_path):
     config = StudyConfig(**SETTINGS, seeds=3, variants=["factorial:clipped_double_q,replay_buffer"], out=str(tmp_path))
     config.engine = "batched"
