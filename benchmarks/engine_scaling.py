@@ -135,6 +135,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--factorial-steps", type=int, help="also time the 2^6 x 10-seed factorial, this many steps")
     parser.add_argument("--json", help="write the results to this JSON file")
+    parser.add_argument("--machine-note", default="", help="what else ran on the machine (into the JSON)")
     args = parser.parse_args()
     if args.device == "cpu":
         th.set_num_threads(1)
@@ -150,6 +151,7 @@ def main() -> None:
         "command": " ".join(sys.argv),
         "device": args.device if args.device == "cpu" else th.cuda.get_device_name(),
         "cpu": _cpu_model(),
+        "machine": args.machine_note,
         "threads": th.get_num_threads(),
         "torch": th.__version__,
         "steps": args.steps,

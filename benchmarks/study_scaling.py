@@ -12,15 +12,15 @@ The same small study (Pendulum-v1, [64, 64] networks) runs into fresh folders wi
 ``--compare groupings``: the wall time of the committed 2^6 Pendulum design (``study_files/pendulum_2x6.yml``: 64 cells
 x 10 seeds, 20,000 steps, the first ``learning_starts`` = 10,000 of them random warm-up actions, 21 evaluations of 10
 episodes) on this CPU with the batched engine's per-variant groups (64 groups of 10 seeds) against its default mixed
-groups (:func:`~sb3_ablation.study.run.batched.default_group_size`), extrapolated from a slice: for each class of
-runs that can share a group (the values of the switches of the whole group), the agents of that class are timed in
-per-variant groups and in mixed groups of the default size for ``--steps`` warm-up and ``--steps`` training steps
-each (process CPU time, one thread), and the cost of building a run and evaluating it 21 times is timed once with
-the study runner; the extrapolation (CPU seconds per agent-step times 10,000 warm-up and 10,000 training steps of
-each run, plus the per-run cost, the groups then scheduled on the workers in order, each taking the next group when
+groups (:func:`~sb3_ablation.study.run.batched.default_group_size`), extrapolated from a slice: for each class of runs
+that can share a group (the values of the switches of the whole group), per-variant groups of every ``--cell-stride``-th
+cell and the class's first mixed group of the default size are timed for ``--steps`` warm-up and ``--steps`` training
+steps of each agent (process CPU time, one thread), and the cost of building a run and evaluating it 21 times is timed
+once with the study runner; the extrapolation (CPU seconds per agent-step times 10,000 warm-up and 10,000 training steps
+of each run, plus the per-run cost, the groups then scheduled on the workers in order, each taking the next group when
 free) is written out term by term:
 
-    OMP_NUM_THREADS=1 python benchmarks/study_scaling.py --compare groupings --steps 100 \
+    OMP_NUM_THREADS=1 python benchmarks/study_scaling.py --compare groupings --steps 60 \
         --json benchmarks/results/study_scaling_2x6.json                                      # about 5 minutes
 """
 
@@ -119,7 +119,7 @@ def _run_overhead_s() -> float:
     with tempfile.TemporaryDirectory() as out:
         config = StudyConfig(
             envs=["Pendulum-v1"], variants=["td3"], seeds=[0, 1], out=out, n_timesteps=100, eval_freq=5,
-            eval_episodes=settings["eval_episodes"], hyperparams={**settings["hyperparams"], "learning_starts": 100},
+            eval_episodes=settings["eval_episodes"], hyperparams={**settings["hyperparams"], "learning_starts": 50},
             workers=1, engine="batched", progress=False, checkpoint_freq=0,
         )  # fmt: skip
         started = time.perf_counter()
@@ -127,7 +127,7 @@ def _run_overhead_s() -> float:
         elapsed = time.perf_counter() - started
     if result.ok != 2:
         raise RuntimeError(f"runs failed: {result.failed}")
-    return elapsed / 2  # (100 warm-up steps of each run included: negligible)
+    return elapsed / 2  # (50 warm-up and 50 training steps of each run included: negligible)
 
 
 def _schedule(group_seconds: list[float], workers: int) -> float:
@@ -159,11 +159,17 @@ def compare_groupings(args: argparse.Namespace) -> int:
     measured = []
     for runs in classes.values():
         cells = list(dict.fromkeys(json.dumps(task.switches, sort_keys=True) for task in runs))
-        switches = [json.loads(cell) for cell in cells for _ in range(n_seeds)]
+        # timed: per-variant groups of every --cell-stride-th cell (10 seeds each), and the class's first mixed group
+        # (the study's order: seeds outermost, so it holds every cell)
+        sampled = {
+            "per_variant": [json.loads(cell) for cell in cells[:: args.cell_stride] for _ in range(n_seeds)],
+            "mixed": [json.loads(cell) for _ in range(n_seeds) for cell in cells][:default_size],
+        }
         fixed = {name: value for name, value in runs[0].switches.items() if name not in MIXABLE_SWITCHES}
         row: dict[str, Any] = {"fixed_switches": fixed, "runs": len(runs), "cells": len(cells)}
         for grouping, size in (("per_variant", n_seeds), ("mixed", default_size)):
-            costs = _class_cpu_seconds(switches, size, args.steps, zoo)
+            costs = _class_cpu_seconds(sampled[grouping], size, args.steps, zoo)
+            costs["timed_agents"] = len(sampled[grouping])
             per_run = learning_starts * costs["warmup_s_per_agent_step"]
             per_run += (budget - learning_starts) * costs["training_s_per_agent_step"] + overhead
             sizes = [min(size, len(runs) - start) for start in range(0, len(runs), size)]
@@ -179,6 +185,7 @@ def compare_groupings(args: argparse.Namespace) -> int:
         result = {
             "command": " ".join(sys.argv), "design": "study_files/pendulum_2x6.yml (2^6 x 10 seeds, 20,000 steps)",
             "cpu": _cpu_name(), "machine": args.machine_note, "workers": args.workers, "timed_steps": args.steps,
+            "cell_stride": args.cell_stride,
             "model": "per run: learning_starts x warm-up s/agent-step + (n_timesteps - learning_starts) x training "
             "s/agent-step + building and 21 evaluations (timed once); a group costs the sum over its runs; groups "
             "scheduled in order on the workers, each taking the next group when free. CPU time of one thread: the "
@@ -207,6 +214,7 @@ def main() -> int:
     parser.add_argument("--compare", choices=("workers", "engines", "groupings"), default="workers", help="what to compare")
     parser.add_argument("--steps", type=int, default=100, help="groupings: timed steps of each agent (default 100)")
     parser.add_argument("--workers", type=int, default=2, help="groupings: worker processes (default 2)")
+    parser.add_argument("--cell-stride", type=int, default=4, help="groupings: time every N-th cell's group (default 4)")
     parser.add_argument("--machine-note", default="", help="groupings: what else ran on the machine (into the JSON)")
     parser.add_argument("--runs", type=int, default=10, help="seeds per variant in each study (default 10)")
     parser.add_argument("--variants", nargs="+", default=["td3"], help="variants of each study (default td3)")
