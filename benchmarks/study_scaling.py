@@ -11,14 +11,14 @@ The same small study (Pendulum-v1, [64, 64] networks) runs into fresh folders wi
 
 ``--compare groupings``: the wall time of the committed 2^6 Pendulum design (``study_files/pendulum_2x6.yml``: 64 cells
 x 10 seeds, 20,000 steps, the first ``learning_starts`` = 10,000 of them random warm-up actions, 21 evaluations of 10
-episodes) on this CPU with the batched engine's per-variant groups (64 groups of 10 seeds) against its default mixed
-groups (:func:`~sb3_ablation.study.run.batched.default_group_size`), extrapolated from a slice: for each class of runs
+episodes) on this CPU with the batched engine's per-variant groups (64 groups of 10 seeds) against mixed groups sized to
+the cores (:func:`~sb3_ablation.study.run.batched.core_group_size`), extrapolated from a slice: for each class of runs
 that can share a group (the values of the switches of the whole group), per-variant groups of every ``--cell-stride``-th
-cell and the class's first mixed group of the default size are timed for ``--steps`` warm-up and ``--steps`` training
-steps of each agent (process CPU time, one thread), and the cost of building a run and evaluating it 21 times is timed
-once with the study runner; the extrapolation (CPU seconds per agent-step times 10,000 warm-up and 10,000 training steps
-of each run, plus the per-run cost, the groups then scheduled on the workers in order, each taking the next group when
-free) is written out term by term:
+cell and the class's first mixed group are timed for ``--steps`` warm-up and ``--steps`` training steps of each agent
+(process CPU time, one thread), and the cost of building a run and evaluating it 21 times is timed once with the study
+runner; the extrapolation (CPU seconds per agent-step times 10,000 warm-up and 10,000 training steps of each run, plus
+the per-run cost, the groups then scheduled on the workers in order, each taking the next group when free) is written
+out term by term:
 
     OMP_NUM_THREADS=1 python benchmarks/study_scaling.py --compare groupings --steps 60 \
         --json benchmarks/results/study_scaling_2x6.json                                      # about 5 minutes
@@ -45,7 +45,7 @@ from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.batched.batched_td3 import MIXABLE_SWITCHES
 from sb3_ablation.study.plan.config import StudyConfig, load_config_file, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RunTask
-from sb3_ablation.study.run.batched import _mixing_key, default_group_size
+from sb3_ablation.study.run.batched import _mixing_key, core_group_size
 from sb3_ablation.study.run.runner import run_study
 
 
@@ -102,7 +102,8 @@ def _class_cpu_seconds(switches: list[dict[str, bool]], group_size: int, steps: 
         members = switches[start : start + group_size]
         env = make_vec_env("Pendulum-v1", n_envs=len(members), seed=0)
         noise = NormalActionNoise(np.zeros(1), zoo["noise_std"] * np.ones(1))
-        model = BatchedTD3("MlpPolicy", env, agent_switches=members, seed=0, action_noise=noise, **settings)
+        fixed = {name: value for name, value in members[0].items() if name not in MIXABLE_SWITCHES}
+        model = BatchedTD3("MlpPolicy", env, agent_switches=members, seed=0, action_noise=noise, **fixed, **settings)
         started = time.process_time()
         model.learn(steps)  # the warm-up: random actions, no update
         warmup += time.process_time() - started
@@ -148,8 +149,7 @@ def compare_groupings(args: argparse.Namespace) -> int:
     zoo = {name: tasks[0].hyperparams[name] for name in names}  # the resolved zoo entry of the design
     n_seeds, budget = len(config.seeds), int(tasks[0].hyperparams.get("n_timesteps", config.n_timesteps or 0))
     learning_starts = int(tasks[0].hyperparams["learning_starts"])
-    default_size = default_group_size(tasks, args.workers, design=True)
-    assert default_size is not None
+    default_size = core_group_size(tasks, args.workers)
     classes: dict[str, list[RunTask]] = {}
     for task in tasks:
         classes.setdefault(_mixing_key(task), []).append(task)
@@ -214,7 +214,9 @@ def main() -> int:
     parser.add_argument("--compare", choices=("workers", "engines", "groupings"), default="workers", help="what to compare")
     parser.add_argument("--steps", type=int, default=100, help="groupings: timed steps of each agent (default 100)")
     parser.add_argument("--workers", type=int, default=2, help="groupings: worker processes (default 2)")
-    parser.add_argument("--cell-stride", type=int, default=4, help="groupings: time every N-th cell's group (default 4)")
+    parser.add_argument(
+        "--cell-stride", type=int, default=3, help="groupings: time every N-th cell's per-variant group (default 3)"
+    )
     parser.add_argument("--machine-note", default="", help="groupings: what else ran on the machine (into the JSON)")
     parser.add_argument("--runs", type=int, default=10, help="seeds per variant in each study (default 10)")
     parser.add_argument("--variants", nargs="+", default=["td3"], help="variants of each study (default td3)")

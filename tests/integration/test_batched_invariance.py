@@ -9,7 +9,7 @@ from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.study.plan.config import StudyConfig, StudyError, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RunTask
-from sb3_ablation.study.run.batched import RunGroup, default_group_size, execute_group, make_groups
+from sb3_ablation.study.run.batched import RunGroup, core_group_size, default_group_size, execute_group, make_groups
 from sb3_ablation.study.store.runs import model_path, read_run, run_path
 
 # Gaussian exploration noise, target policy smoothing, a warm-up of random actions and the actor's delayed updates:
@@ -149,25 +149,26 @@ def test_deterministic_and_gaussian_actors_in_one_group_give_their_per_variant_r
     assert all(set(record["warnings"]) <= runs_warnings for record in records.values())
 
 
-def test_a_design_defaults_to_groups_sized_to_the_cores_or_to_one_group_on_cuda(tmp_path):
+def test_a_design_defaults_to_one_group_on_cuda_and_per_variant_groups_on_cpu(tmp_path):
     config = StudyConfig(**SETTINGS, seeds=3, variants=["factorial:clipped_double_q,replay_buffer"], out=str(tmp_path))
     config.engine = "batched"
     variants = config.variant_objects
     tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))
-    # 12 runs, 6 with a replay buffer and 6 without (it shapes the whole group): each half in one group per worker
-    assert default_group_size(tasks, workers=2, design=True) == 3
+    assert default_group_size(tasks, design=True) is None  # CPU: one group per variant
+    # groups sized to the cores (--group-size): 12 runs, 6 with a replay buffer and 6 without (it shapes the whole
+    # group), each half in one group per worker
+    assert core_group_size(tasks, workers=2) == 3
     for task in tasks:
         task.group_size = 3
     groups = make_groups(tasks)
     assert [len(group.runs) for group in groups] == [3, 3, 3, 3]
     assert groups[0].variant == "td3+no_clipped_double_q"  # clipped_double_q mixes
     assert [len({task.switches["replay_buffer"] for task in group.runs}) for group in groups] == [1, 1, 1, 1]
-    assert default_group_size(tasks, workers=1, design=True) == 6
-    assert default_group_size(tasks, workers=5, design=True) == 2
-    assert default_group_size(tasks, workers=2, design=False) is None  # named variants: one group per variant
+    assert core_group_size(tasks, workers=1) == 6 and core_group_size(tasks, workers=5) == 2
     for task in tasks:
         task.device = "cuda"
-    assert default_group_size(tasks, workers=16, design=True) == len(tasks)  # every run that can share a group
+    assert default_group_size(tasks, design=True) == len(tasks)  # every run that can share a group
+    assert default_group_size(tasks, design=False) is None  # named variants: one group per variant
 
 
 def test_groups_mix_only_variants_an_agent_can_have_and_hold_at_most_group_size_runs(tmp_path):

@@ -103,32 +103,43 @@ def make_groups(tasks: list[RunTask]) -> list[RunGroup]:
     return [RunGroup(env, variant, runs) for (env, variant), runs in groups.items()]
 
 
-def default_group_size(tasks: list[RunTask], workers: int, design: bool) -> int | None:
+def default_group_size(tasks: list[RunTask], design: bool) -> int | None:
     """
-    The group size of a batched study that sets none (``--group-size``): for a factorial design (or a fraction),
-    whose cells differ in switches that an agent may mostly have on its own, runs of several variants share a group:
+    The group size of a batched study that sets none (``--group-size``). On a CUDA device, a factorial design (or a
+    fraction), whose cells differ mostly in switches an agent may have on its own, gets one group of every run
+    (every cell and seed) that can share a BatchedTD3: a single process fills the device, where several would
+    contend for it, and the device computes the union of the agents' components (two critics, the actor at every
+    update, a Gaussian head) alongside at little cost (the two values of ``replay_buffer`` still form groups of
+    their own). On CPU, one group per (env, variant), as for every other study: there each agent of a mixed group
+    pays for that union, and for the committed 2^6 Pendulum design (10 seeds: per-variant groups of 10 already
+    batch well) groups sized to the cores (:func:`core_group_size`) were measured slower, 1.70 h against 1.54 h on 2
+    cores (``benchmarks/results/study_scaling_2x6.json``); mixed groups pay on CPU where a variant has few seeds
+    (``benchmarks/results/engine_scaling_cpu_32cells.json``), with ``--group-size``.
 
-    - on a CUDA device, one group of every run (every cell and seed) that can share a BatchedTD3: a single process
-      fills the device, where several would contend for it (the runs that differ in a switch of the whole group,
-      ``replay_buffer`` or ``deterministic_policy``, still form groups of their own);
-    - on CPU, groups sized to the cores: the runs that can share a group (those of one value of the switches of the
-      whole group) split into as many groups as there are workers, ``ceil(runs / classes / workers)`` runs each, so
-      that each worker trains a group of each class (the largest batches that leave no core idle while another
-      works through a class that costs more: without a replay buffer, a step costs far less).
-
-    The size is computed from every run of the study (not the pending ones), so that a resumed study forms the same
-    groups and finds their checkpoints. A run's record does not depend on its group, so this changes nothing but the
-    wall time. Other studies (leave-one-out, named variants) keep one group per (env, variant).
+    A run's record does not depend on its group, so this changes nothing but the wall time; the size is computed from
+    every run of the study (not the pending ones), so that a resumed study forms the same groups and finds their
+    checkpoints.
 
     :param tasks: every run of the study
-    :param workers: the worker processes
     :param design: whether the study's variants are a factorial design or a fraction of one
     :return: the group size, ``None``: one group per (env, variant)
     """
-    if not design or not tasks:
-        return None
-    if th.device(tasks[0].device).type == "cuda":
+    if design and tasks and th.device(tasks[0].device).type == "cuda":
         return len(tasks)
+    return None
+
+
+def core_group_size(tasks: list[RunTask], workers: int) -> int:
+    """
+    Mixed groups sized to the cores: the runs that can share a group (those of one value of the switches of the whole
+    group) split into as many groups as there are workers, ``ceil(runs / classes / workers)`` runs each, so that each
+    worker trains a group of each class (the largest batches that leave no core idle while another works through a
+    class that costs more: without a replay buffer a step costs far less). For ``--group-size``; see
+    :func:`default_group_size` for why it is not the CPU's default.
+
+    :param tasks: every run of the study
+    :param workers: the worker processes
+    """
     classes = len({_mixing_key(task) for task in tasks})
     return -(-len(tasks) // (classes * max(workers, 1)))
 

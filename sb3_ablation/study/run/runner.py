@@ -135,7 +135,7 @@ def _run_locked(
     engine = ENGINES[config.engine]
     if config.engine == "batched" and config.group_size is None:
         design = any(spec.split(":")[0] in DESIGN_NAMES for spec in config.variants)
-        size = default_group_size(tasks, config.workers or default_workers(), design)
+        size = default_group_size(tasks, design)
         for task in pending:
             task.group_size = size
     units = engine.units(pending)
