@@ -237,6 +237,9 @@ class BatchedTD3(AblatableTD3):
 
     :param policy: ``"MlpPolicy"`` (:class:`BatchedTD3Policy`)
     :param env: a ``VecEnv`` whose env k is agent k's (or a Gym env / id: one agent)
+    :param agent_switches: agent k's switches (a mixed group; default: every agent the model's): they may differ in
+        :data:`MIXABLE_SWITCHES` (the group's networks then have every component any agent has, and a Gaussian actor
+        if any agent has one), the others must equal the model's
     Other parameters as :class:`AblatableTD3`.
     """
 
