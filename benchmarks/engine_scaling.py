@@ -3,14 +3,14 @@ Agent-steps per second of the batched engine for K agents of mixed variants (Pen
 holding all K (a mixed group, ``--group-size``) against the same K agents in per-variant groups (one BatchedTD3 per
 variant, trained one after another, as the default grouping does), and SB3's TD3 (one agent) as the reference.
 
-The K agents cycle through the 8 cells of the switches an agent may have on its own (clipped_double_q x
-target_networks x target_policy_smoothing). Each setting is timed for ``--steps`` steps of each agent after its
-``learning_starts`` (not timed; on the CPU in process CPU time, one thread, on a GPU in wall time), ``--repeats``
-times, settings interleaved; the medians, minima and maxima are printed (and written with ``--json``).
+The K agents cycle through the 16 cells of the switches an agent may have on its own (clipped_double_q x
+target_networks x target_policy_smoothing x delayed_policy_update). Each setting is timed for ``--steps`` steps of
+each agent after its ``learning_starts`` (not timed; on the CPU in process CPU time, one thread, on a GPU in wall
+time), ``--repeats`` times, settings interleaved; the medians, minima and maxima are printed (and written with ``--json``).
 
     OMP_NUM_THREADS=1 python benchmarks/engine_scaling.py --agents 1 10 64 --steps 100 --repeats 3 \
         --json benchmarks/results/engine_scaling_cpu.json
-    python benchmarks/engine_scaling.py --device cuda --agents 1 10 64 640 --factorial-steps 5000 \
+    python benchmarks/engine_scaling.py --device cuda --agents 1 10 64 640 --factorial-steps 2000 \
         --json benchmarks/results/engine_scaling_cuda.json       # see benchmarks/gpu_check.sh
 
 With ``--factorial-steps N`` it also reports the wall time of the whole 2^6 x 10-seed Pendulum factorial (N steps
@@ -19,6 +19,7 @@ time), meant for a GPU.
 """
 
 import argparse
+import itertools
 import json
 import platform
 import subprocess
@@ -41,10 +42,10 @@ from sb3_ablation.batched.batched_td3 import MIXABLE_SWITCHES
 
 LEARNING_STARTS = 100
 SETTINGS = dict(learning_starts=LEARNING_STARTS, batch_size=256, policy_kwargs=dict(net_arch=[64, 64]))
-#: the 8 cells of the mixable switches, TD3 first
+#: the cells of the mixable switches (2^4 = 16), TD3 first
 CELLS = [
-    dict(zip(MIXABLE_SWITCHES, (bool(index & 1 == 0), bool(index & 2 == 0), bool(index & 4 == 0)), strict=True))
-    for index in range(8)
+    dict(zip(MIXABLE_SWITCHES, values, strict=True))
+    for values in itertools.product((True, False), repeat=len(MIXABLE_SWITCHES))
 ]
 
 
@@ -134,6 +135,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--factorial-steps", type=int, help="also time the 2^6 x 10-seed factorial, this many steps")
     parser.add_argument("--json", help="write the results to this JSON file")
+    parser.add_argument("--machine-note", default="", help="what else ran on the machine (into the JSON)")
     args = parser.parse_args()
     if args.device == "cpu":
         th.set_num_threads(1)
@@ -149,6 +151,7 @@ def main() -> None:
         "command": " ".join(sys.argv),
         "device": args.device if args.device == "cpu" else th.cuda.get_device_name(),
         "cpu": _cpu_model(),
+        "machine": args.machine_note,
         "threads": th.get_num_threads(),
         "torch": th.__version__,
         "steps": args.steps,
@@ -170,6 +173,8 @@ def main() -> None:
             for setting in ("per_variant", "mixed")
         )
         print(f"K={n_agents}: {line}; mixed / per-variant {summary['mixed_over_per_variant']['median']:.2f}")
+    if args.json and args.factorial_steps:  # (written first without the factorial: it may run out of time)
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     if args.factorial_steps:
         seconds = factorial_wall_time(args.factorial_steps, args.device)
         result["factorial_2x6_10_seeds"] = {"steps_per_run": args.factorial_steps, "wall_time_s": seconds}

@@ -20,6 +20,7 @@ from torch.nn import functional as F
 
 from sb3_ablation.batched.policies import BatchedTD3Policy
 from sb3_ablation.batched.streams import AgentStream, agent_normal
+from sb3_ablation.common.optim import FlatAdam, FlatParameters
 from sb3_ablation.common.training_stats import TrainingStats
 from sb3_ablation.common.utils import foreach_polyak_update
 from sb3_ablation.switches import DEFAULTS, SWITCHES
@@ -30,7 +31,13 @@ SelfBatchedTD3 = TypeVar("SelfBatchedTD3", bound="BatchedTD3")
 
 #: the switches whose value may differ between the agents of one BatchedTD3 (the others shape the whole group: the
 #: actor's kind, the replay buffer, the update schedule)
-MIXABLE_SWITCHES = ("clipped_double_q", "target_networks", "target_policy_smoothing")
+MIXABLE_SWITCHES = (
+    "clipped_double_q",
+    "target_networks",
+    "target_policy_smoothing",
+    "delayed_policy_update",
+    "deterministic_policy",
+)
 
 
 class AgentReplayBuffer(ReplayBuffer):
@@ -95,7 +102,9 @@ class _MixedSwitches:
             return agent_values if len(set(agent_values)) > 1 else None
 
         mixed, device, shape = cls(), model.device, (model.n_agents, 1, 1)
-        twin, targets, smoothing = (values(name) for name in MIXABLE_SWITCHES)
+        twin, targets, smoothing = (
+            values(name) for name in ("clipped_double_q", "target_networks", "target_policy_smoothing")
+        )
         if twin is not None:
             mixed.twin = th.tensor(twin, device=device).view(shape)
             mixed.twin_weight = th.tensor(twin, dtype=th.float32, device=device)
@@ -104,6 +113,57 @@ class _MixedSwitches:
         if smoothing is not None:
             mixed.smoothing = th.tensor(smoothing, device=device).view(shape)
         return mixed
+
+
+def element_agents(flat_params: FlatParameters, n_agents: int) -> th.Tensor:
+    """
+    The agent of each element of a batched network's flat buffer (its parameters stacked agents first), as indices;
+    the buffer's padding counts as agent 0's (it stays zero whatever is done to it).
+    """
+    agents = th.zeros(flat_params.flat.numel(), dtype=th.long, device=flat_params.flat.device)
+    for view in flat_params.views(agents):
+        if view.shape[0] != n_agents:
+            raise ValueError(f"a parameter of shape {tuple(view.shape)} is not stacked over {n_agents} agents")
+        view.copy_(th.arange(n_agents, device=agents.device).view(-1, *[1] * (view.dim() - 1)).expand_as(view))
+    return agents
+
+
+def agent_adam_step(optimizer: FlatAdam, agents: th.Tensor, active: Sequence[bool], counts: Sequence[int]) -> None:
+    """
+    One Adam step of the agents ``active`` of a batched network, agent k's as the ``counts[k]``-th step of its own
+    Adam: the others' weights and moments stay as they are. For each step count among the active agents, FlatAdam's
+    own step runs on the whole buffer from the same state, and its result is kept for those agents: the arithmetic of
+    a single run's step, whatever the device, at the cost of one step per distinct count (two at most in TD3's mixed
+    groups: every ``policy_delay``-th update, the delayed agents' count and the others').
+
+    :param optimizer: the network's optimizer (plain FlatAdam, not fused), its gradients computed
+    :param agents: the agent of each element of its buffer (:func:`element_agents`)
+    :param active: whether agent k takes this step
+    :param counts: agent k's step count after this step (its Adam's ``step``)
+    """
+    param = optimizer.flat_params.flat
+    if optimizer.param_groups[0]["fused"]:
+        raise ValueError("per-agent Adam steps need FlatAdam's own (not fused) step")
+    state = optimizer.state[param]
+    if not state:  # (as FlatAdam's first step initializes it)
+        state["step"] = th.tensor(0.0, dtype=th.float32)
+        state["exp_avg"] = th.zeros_like(param, memory_format=th.preserve_format)
+        state["exp_avg_sq"] = th.zeros_like(param, memory_format=th.preserve_format)
+    tensors = (param.data, state["exp_avg"], state["exp_avg_sq"])
+    before = [tensor.clone() for tensor in tensors]
+    after = [tensor.clone() for tensor in tensors]
+    for count in sorted({count for count, taken in zip(counts, active, strict=True) if taken}):
+        for tensor, saved in zip(tensors, before, strict=True):
+            tensor.copy_(saved)
+        state["step"].fill_(count - 1)
+        optimizer.step()
+        chosen = th.tensor([taken and own == count for own, taken in zip(counts, active, strict=True)], device=param.device)
+        mask = chosen[agents]
+        for tensor, result in zip(tensors, after, strict=True):
+            result.copy_(th.where(mask, tensor, result))
+    for tensor, result in zip(tensors, after, strict=True):
+        tensor.copy_(result)
+    state["step"].fill_(max(counts))
 
 
 def _agent_mse(q_values: th.Tensor, targets: th.Tensor) -> th.Tensor:
@@ -177,6 +237,9 @@ class BatchedTD3(AblatableTD3):
 
     :param policy: ``"MlpPolicy"`` (:class:`BatchedTD3Policy`)
     :param env: a ``VecEnv`` whose env k is agent k's (or a Gym env / id: one agent)
+    :param agent_switches: agent k's switches (a mixed group; default: every agent the model's): they may differ in
+        :data:`MIXABLE_SWITCHES` (the group's networks then have every component any agent has, and a Gaussian actor
+        if any agent has one), the others must equal the model's
     Other parameters as :class:`AblatableTD3`.
     """
 
@@ -198,7 +261,10 @@ class BatchedTD3(AblatableTD3):
             agent_switches = [{**DEFAULTS, **switches} for switches in agent_switches]
             for name in SWITCHES:
                 values = {switches[name] for switches in agent_switches}
-                if name in MIXABLE_SWITCHES:
+                if name == "deterministic_policy":
+                    # a Gaussian actor if any agent has one: a deterministic agent's is its mean (no sample drawn)
+                    kwargs[name] = False not in values
+                elif name in MIXABLE_SWITCHES:
                     # the group's networks: those of an agent with every mixable component any agent has
                     kwargs[name] = True in values
                 elif len(values) > 1 or kwargs.get(name, DEFAULTS[name]) not in values:
@@ -245,6 +311,26 @@ class BatchedTD3(AblatableTD3):
     def _implied_policy_kwargs(self) -> dict[str, Any]:
         return {**super()._implied_policy_kwargs(), "n_agents": self.n_agents}
 
+    def _apply_switches(self) -> None:
+        if self.deterministic_policy or not any(switches["deterministic_policy"] for switches in self.agent_switches):
+            super()._apply_switches()
+            return
+        # a Gaussian group with deterministic agents keeps their action noise (the Gaussian agents draw none)
+        self.switches["deterministic_policy"] = True
+        try:
+            super()._apply_switches()
+        finally:
+            self.switches["deterministic_policy"] = False
+
+    @property
+    def stochastic_agents(self) -> list[bool] | None:
+        """Whether agent k has a Gaussian actor, where the group's agents differ in that (else ``None``)."""
+        stochastic = [not switches["deterministic_policy"] for switches in self.agent_switches]
+        return stochastic if len(set(stochastic)) > 1 else None
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_element_agents"]  # derived from the flat buffers
+
     def _sb3_policy_class(self) -> type[BasePolicy] | None:
         # K agents' networks stacked: no SB3 policy holds them, the file names BatchedTD3Policy
         return None
@@ -290,8 +376,15 @@ class BatchedTD3(AblatableTD3):
         scaled_action = policy.scale_action(unscaled_action)
         if action_noise is not None:
             noises = action_noise.noises if isinstance(action_noise, VectorizedActionNoise) else [action_noise]
-            draws = [stream.action_noise(noise) for stream, noise in zip(self.agent_streams, noises, strict=True)]
-            scaled_action = np.clip(scaled_action + np.stack(draws), -1, 1)
+            stochastic = self.stochastic_agents
+            if stochastic is None:
+                draws = [stream.action_noise(noise) for stream, noise in zip(self.agent_streams, noises, strict=True)]
+                scaled_action = np.clip(scaled_action + np.stack(draws), -1, 1)
+            else:  # only the deterministic agents explore with action noise (the others by sampling themselves)
+                scaled_action = np.array(scaled_action)
+                for agent, (stream, noise) in enumerate(zip(self.agent_streams, noises, strict=True)):
+                    if not stochastic[agent]:
+                        scaled_action[agent] = np.clip(scaled_action[agent] + stream.action_noise(noise), -1, 1)
         return policy.unscale_action(scaled_action), scaled_action
 
     def _actor_actions(self, observations: th.Tensor, actor: th.nn.Module | None = None) -> th.Tensor:
@@ -304,15 +397,22 @@ class BatchedTD3(AblatableTD3):
             return actor(observations)
         return self._gaussian_sample(observations, actor)[0]
 
-    def _gaussian_sample(self, observations: th.Tensor, actor: th.nn.Module | None = None) -> tuple[th.Tensor, th.Tensor]:
+    def _gaussian_sample(
+        self, observations: th.Tensor, actor: th.nn.Module | None = None, agents: Sequence[bool] | None = None
+    ) -> tuple[th.Tensor, th.Tensor]:
         """
         A reparameterized sample of the Gaussian ``actor`` (the online one by default) and its log-std: SB3's squashed
         Gaussian arithmetic, ``tanh(mean + eps * std)``, agent k's ``eps`` drawn from its generator.
+
+        :param agents: the agents that sample (the others draw nothing: their ``eps`` is zero, their action the
+            squashed mean, as a deterministic actor's); default those with a Gaussian actor
         """
         gaussian_actor = cast(GaussianActor, self.actor if actor is None else actor)  # deterministic_actor=False
         mean_actions, log_std = gaussian_actor.get_action_dist_params(observations)
         action_std = th.ones_like(mean_actions) * log_std.exp()
-        eps = agent_normal(mean_actions, self.agent_streams)
+        agents = self.stochastic_agents if agents is None else agents
+        stds = None if agents is None else [1.0 if sampling else None for sampling in agents]
+        eps = agent_normal(mean_actions, self.agent_streams, stds)
         return th.tanh(mean_actions + eps * action_std), log_std
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
@@ -340,6 +440,8 @@ class BatchedTD3(AblatableTD3):
         smoothing_stds = [
             self.target_policy_noise if switches["target_policy_smoothing"] else None for switches in self.agent_switches
         ]
+        delays = [self.policy_delay if switches["delayed_policy_update"] else 1 for switches in self.agent_switches]
+        agent_delays = delays if len(set(delays)) > 1 else None
         stats = TrainingStats()
         for _ in range(gradient_steps):
             self._n_updates += 1
@@ -372,19 +474,78 @@ class BatchedTD3(AblatableTD3):
             self._gradient_step(self.critic.optimizer, critic_loss)
             stats.critic_step(critic_loss, current_q_values, target_q_values)
 
-            if self._n_updates % policy_delay == 0:
+            if agent_delays is not None:
+                self._mixed_delay_actor_step(replay_data.observations, agent_delays, stats)
+            elif self._n_updates % policy_delay == 0:
                 if self.deterministic_policy:
                     actions, log_std = self.actor(replay_data.observations), None
                 else:
                     actions, log_std = self._gaussian_sample(replay_data.observations)
                 actor_loss = -self.critic.q1_forward(replay_data.observations, actions).mean(dim=(1, 2)).sum()
                 self._gradient_step(self.actor.optimizer, actor_loss, inputs=self._actor_parameters)
-                stats.actor_step(actor_loss, log_std)
+                stats.actor_step(actor_loss, log_std, agents=self.stochastic_agents)
                 if self.target_networks:
                     params, target_params, running_stats, target_running_stats = self.policy.polyak_tensors()
                     foreach_polyak_update(params, target_params, self.tau)
                     foreach_polyak_update(running_stats, target_running_stats, 1.0)
         self._record_training_stats(stats)
+
+    def _mixed_delay_actor_step(self, observations: th.Tensor, agent_delays: list[int], stats: TrainingStats) -> None:
+        """
+        The actor step of a group whose agents differ in ``delayed_policy_update``: agent k updates its actor (and its
+        targets) when the update count is a multiple of its own delay, as its single run does; the others draw
+        nothing, and their actor, Adam state and targets stay as they are (:func:`agent_adam_step`, each agent's
+        Adam counting its own steps).
+
+        :param agent_delays: agent k's policy delay (1: no delay)
+        """
+        active = [self._n_updates % delay == 0 for delay in agent_delays]
+        if not any(active):
+            return
+        stochastic = self.stochastic_agents
+        sampling = active if stochastic is None else [taken and own for taken, own in zip(active, stochastic, strict=True)]
+        if self.deterministic_policy:
+            actions, log_std = self.actor(observations), None
+        else:
+            actions, log_std = self._gaussian_sample(observations, agents=sampling)
+        weights = th.tensor(active, dtype=th.float32, device=self.device)
+        actor_loss = -(self.critic.q1_forward(observations, actions).mean(dim=(1, 2)) * weights).sum()
+        optimizer = self.actor.optimizer
+        if not isinstance(optimizer, FlatAdam):
+            raise ValueError(f"{type(self).__name__} mixes policy delays with plain Adam only, got {type(optimizer).__name__}")
+        optimizer.zero_grad()
+        actor_loss.backward(inputs=self._actor_parameters)
+        counts = [self._n_updates // delay for delay in agent_delays]
+        agent_adam_step(optimizer, self._agents_of(optimizer.flat_params), active, counts)
+        stats.actor_step(actor_loss, log_std, agents=sampling)
+        if self.target_networks:
+            params, target_params, running_stats, _ = self.policy.polyak_tensors()
+            if running_stats:
+                raise ValueError(f"{type(self).__name__} mixes policy delays without batch normalization only")
+            saved = [target.detach().clone() for target in target_params]
+            foreach_polyak_update(params, target_params, self.tau)
+            chosen = th.tensor(active, device=self.device)
+            with th.no_grad():
+                for online, target, before in zip(params, target_params, saved, strict=True):
+                    mask = chosen[self._agents_of(self._flat_parameters_of(online))]
+                    target.copy_(th.where(mask, target, before))
+
+    def _flat_parameters_of(self, flat: th.Tensor) -> FlatParameters:
+        """The flat buffer (of the actor's or the critic's FlatAdam) that ``flat`` is."""
+        for network in (self.actor, self.critic):
+            optimizer = network.optimizer
+            if isinstance(optimizer, FlatAdam) and optimizer.flat_params.flat is flat:
+                return optimizer.flat_params
+        raise ValueError(f"{type(self).__name__} mixes policy delays with the flat buffers of FlatAdam only")
+
+    def _agents_of(self, flat_params: FlatParameters) -> th.Tensor:
+        """:func:`element_agents` of a flat buffer, kept while the buffer lives."""
+        cache: dict[int, tuple[th.Tensor, th.Tensor]] = self.__dict__.setdefault("_element_agents", {})
+        flat = flat_params.flat
+        cached = cache.get(id(flat))
+        if cached is None or cached[0] is not flat:
+            cached = cache[id(flat)] = (flat, element_agents(flat_params, self.n_agents))
+        return cached[1]
 
     def _record_training_stats(self, stats: TrainingStats) -> None:
         super()._record_training_stats(stats)

@@ -10,7 +10,7 @@ from torch import nn
 
 from sb3_ablation.common.ensemble import EnsembleLinear
 from sb3_ablation.common.policies import Actor
-from sb3_ablation.td3.policies import AblatableTD3Policy
+from sb3_ablation.td3.policies import AblatableTD3Policy, GaussianActor
 
 ModuleT = TypeVar("ModuleT", bound=nn.Module)
 
@@ -58,14 +58,44 @@ def stack_agents(agents: Sequence[ModuleT]) -> ModuleT:
     return ensemble
 
 
+def _linear_names(network: nn.Module) -> list[str]:
+    """The names of a network's linear layers (plain, or stacked over agents), in order."""
+    return [name for name, module in network.named_modules() if isinstance(module, (nn.Linear, EnsembleLinear))]
+
+
+def layer_names(ensemble: nn.Module, network: nn.Module) -> dict[str, str]:
+    """
+    The layer of ``ensemble`` (stacked agents) that holds each ``nn.Linear`` layer of ``network`` (one agent): the same
+    name, but for a deterministic actor in a group of Gaussian actors (:class:`GaussianActor`), whose layers
+    ``mu.0, mu.2, ..., mu.<last>`` are the Gaussian actor's ``latent_pi.0, latent_pi.2, ..., mu`` (the same products,
+    the same tanh; its ``log_std`` head has no counterpart).
+    """
+    if isinstance(ensemble, GaussianActor) and not isinstance(network, GaussianActor):
+        names = _linear_names(network)
+        stacked = [name for name in _linear_names(ensemble) if name != "log_std"]
+        if len(names) != len(stacked):
+            raise ValueError(f"a deterministic actor of {len(names)} layers in a group of {len(stacked)}-layer actors")
+        return dict(zip(names, stacked, strict=True))
+    return {name: name for name in _linear_names(network)}
+
+
 def copy_agent(ensemble: nn.Module, agent: int, network: nn.Module, to_ensemble: bool = False) -> None:
     """
     Copy agent ``agent``'s weights from ``ensemble`` (built by :func:`stack_agents`) into ``network``, a plain network
-    of one agent, or the other way with ``to_ensemble``.
+    of one agent, or the other way with ``to_ensemble`` (see :func:`layer_names`; a deterministic actor copied into a
+    group of Gaussian actors gets the Gaussian actor's initial log-std head, zero weights and the bias
+    ``log(initial_std)``, which its zero ``eps`` never uses).
     """
+    names = layer_names(ensemble, network)
+    if to_ensemble and isinstance(ensemble, GaussianActor) and not isinstance(network, GaussianActor):
+        log_std = cast(EnsembleLinear, ensemble.log_std)
+        initial_std = th.as_tensor(ensemble.initial_std, dtype=log_std.bias.dtype).expand(log_std.bias.shape[-1])
+        with th.no_grad():
+            log_std.weight[agent].zero_()
+            log_std.bias[agent, 0].copy_(initial_std.log())
     for name, layer in network.named_modules():
         if isinstance(layer, nn.Linear):
-            stacked = ensemble.get_submodule(name)
+            stacked = ensemble.get_submodule(names[name])
             assert isinstance(stacked, EnsembleLinear), name
             if to_ensemble:
                 stacked.copy_from(agent, layer)

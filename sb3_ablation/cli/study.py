@@ -133,8 +133,9 @@ def _study_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="batched engine: up to N runs per process, variants mixed where they differ only in clipped_double_q, "
-        "target_networks or target_policy_smoothing (default: one group per env and variant); a run's record is the "
-        "same in any group",
+        "target_networks, target_policy_smoothing, delayed_policy_update or deterministic_policy (default: one "
+        "group per env and variant; with --device cuda, a factorial design or fraction in one group per value of "
+        "replay_buffer); a run's record is the same in any group",
     )
     parser.add_argument(
         "--checkpoint-freq",

@@ -49,6 +49,8 @@ class TrainingStats:
         self._q_values: list[list[th.Tensor]] = []  # per step: Q_1 .. Q_n and the target y, shape (batch, 1) each
         self._actor_losses: list[th.Tensor] = []
         self._log_stds: list[th.Tensor] = []
+        # per actor step with a log-std: which agents took that step (None: every agent), see agent_diagnostics
+        self._log_std_agents: list[np.ndarray | None] = []
         # (steps seen, host values): the logged means and the per-agent diagnostics read the same transfer
         self._host: tuple[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None
 
@@ -61,14 +63,17 @@ class TrainingStats:
         self._critic_losses.append(loss.detach())
         self._q_values.append([*(q_values.detach() for q_values in current_q_values), target_q_values.detach()])
 
-    def actor_step(self, loss: th.Tensor, log_std: th.Tensor | None = None) -> None:
+    def actor_step(self, loss: th.Tensor, log_std: th.Tensor | None = None, agents: Sequence[bool] | None = None) -> None:
         """
         :param loss: the actor loss of this step
         :param log_std: a Gaussian actor's pre-tanh log standard deviation on the batch (None for a deterministic one)
+        :param agents: of agents trained together, those whose Gaussian actor took this step (None: every agent);
+            the others' log-stds are left out of their diagnostics
         """
         self._actor_losses.append(loss.detach())
         if log_std is not None:
             self._log_stds.append(log_std.detach())
+            self._log_std_agents.append(None if agents is None else np.asarray(agents, dtype=bool))
 
     @th.no_grad()
     def _host_values(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -121,9 +126,14 @@ class TrainingStats:
         _, _, q_values, log_stds = self._host_values()
         n_steps, n_columns = len(self._q_values), len(self._q_values[0])
         by_agent = q_values.reshape(n_steps, n_columns, n_agents, -1).transpose(2, 1, 0, 3).reshape(n_agents, n_columns, -1)
-        log_stds_by_agent = np.zeros((n_agents, 0))
-        if self._log_stds:  # a Gaussian actor's
-            log_stds_by_agent = log_stds.reshape(len(self._log_stds), n_agents, -1).transpose(1, 0, 2).reshape(n_agents, -1)
+        log_stds_by_agent: list[np.ndarray] = [np.zeros(0)] * n_agents
+        if self._log_stds:  # a Gaussian actor's: each agent's steps, in order
+            steps = log_stds.reshape(len(self._log_stds), n_agents, -1).transpose(1, 0, 2)
+            if any(agents is not None for agents in self._log_std_agents):
+                taken = np.stack([np.ones(n_agents, bool) if agents is None else agents for agents in self._log_std_agents])
+                log_stds_by_agent = [steps[agent][taken[:, agent]].reshape(-1) for agent in range(n_agents)]
+            else:
+                log_stds_by_agent = list(steps.reshape(n_agents, -1))
         rows = [[*range(n_columns - 1 if n_critics is None else n_critics[agent]), -1] for agent in range(n_agents)]
         return [_diagnostics(by_agent[agent][rows[agent]], log_stds_by_agent[agent]) for agent in range(n_agents)]
 

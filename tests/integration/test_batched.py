@@ -190,6 +190,7 @@ def test_batched_study_runs_every_leave_one_out_variant_into_records_the_report_
             record = read_run(run_path(out, "Pendulum-v1", variant.name, seed))
             assert record["status"] == "ok", record["traceback"]
             assert record["engine"] == "batched" and record["group_size"] == 2 and record["format"] == 3
+            assert record["random_streams"] == "per_agent"
             assert record["switches"] == variant.switches and record["seed"] == seed
             assert record["evaluations"]["timesteps"] == [0, 150, 300]
             assert len(record["evaluations"]["episode_returns"][-1]) == 2

@@ -9,7 +9,7 @@ from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.study.plan.config import StudyConfig, StudyError, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RunTask
-from sb3_ablation.study.run.batched import RunGroup, execute_group, make_groups
+from sb3_ablation.study.run.batched import RunGroup, core_group_size, default_group_size, execute_group, make_groups
 from sb3_ablation.study.store.runs import model_path, read_run, run_path
 
 # Gaussian exploration noise, target policy smoothing, a warm-up of random actions and the actor's delayed updates:
@@ -101,6 +101,74 @@ def test_runs_of_several_variants_in_one_group_give_the_records_of_per_variant_g
     # (a mixed group's checkpoints are its own: named by its runs)
     records = read_run(run_path(mixed, "Pendulum-v1", "no_clipped_double_q", 0))
     assert records["group_size"] == 8 and "twin_q_gap" not in records["diagnostics"]
+
+
+def test_agents_with_and_without_delayed_policy_updates_in_one_group_give_their_per_variant_records(tmp_path):
+    # a delayed agent's actor, Adam step count and targets move every second update, the others' every update; with
+    # Gaussian actors the delayed agent also draws its samples (and logs its actor_std) at its own updates only
+    th.set_num_threads(1)
+    mixed, separate = tmp_path / "mixed", tmp_path / "separate"
+    _run(mixed, [("no_delayed_policy_update", [0]), ("td3", [1]), ("no_delayed_policy_update", [1])])
+    gaussian = "no_deterministic_policy"
+    _run(mixed / "gaussian", [(f"{gaussian}+no_delayed_policy_update", [0]), (gaussian, [0])])
+    _run(separate, [("no_delayed_policy_update", [1, 0])])
+    _run(separate, [("td3", [1])])
+    _run(separate, [(f"{gaussian}+no_delayed_policy_update", [0])])
+    _run(separate, [(gaussian, [0])])
+    for variant, seed in (("no_delayed_policy_update", 0), ("no_delayed_policy_update", 1), ("td3", 1)):
+        assert_same_run(mixed, separate, variant, seed)
+    for variant in (f"{gaussian}+no_delayed_policy_update", gaussian):
+        assert_same_run(mixed / "gaussian", separate, variant, 0)
+    # (the two schedules did differ: the delayed agent's actor did not follow the other's)
+    undelayed, delayed = (
+        read_run(run_path(mixed / "gaussian", "Pendulum-v1", variant, 0))["diagnostics"]["actor_std"]
+        for variant in (f"{gaussian}+no_delayed_policy_update", gaussian)
+    )
+    assert undelayed[-1] != delayed[-1]
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
+def test_deterministic_and_gaussian_actors_in_one_group_give_their_per_variant_records(tmp_path, device):
+    # the group's actor is Gaussian: a deterministic agent's is its squashed mean (no sample drawn, its own action
+    # noise), with its initial weights; mixed with a delayed policy update too
+    th.set_num_threads(1)
+    mixed, separate = tmp_path / "mixed", tmp_path / "separate"
+    gaussian = "no_deterministic_policy"
+    # (a Gaussian agent first: the group's settings are built from its hyperparameters)
+    cells = [(gaussian, 0), ("td3", 0), (f"{gaussian}+no_delayed_policy_update", 1), ("no_delayed_policy_update", 1)]
+    _run(mixed, [(variant, [seed]) for variant, seed in cells], device)
+    for variant, seed in cells:
+        _run(separate, [(variant, [seed])], device)
+        assert_same_run(mixed, separate, variant, seed)
+    records = {variant: read_run(run_path(mixed, "Pendulum-v1", variant, seed)) for variant, seed in cells}
+    assert "actor_std" in records[gaussian]["diagnostics"] and "actor_std" not in records["td3"]["diagnostics"]
+    # (a group's warnings are those of building its runs: none of its own, e.g. about the kept action noise)
+    runs_warnings = {
+        text for variant, seed in cells for text in read_run(run_path(separate, "Pendulum-v1", variant, seed))["warnings"]
+    }
+    assert all(set(record["warnings"]) <= runs_warnings for record in records.values())
+
+
+def test_a_design_defaults_to_one_group_on_cuda_and_per_variant_groups_on_cpu(tmp_path):
+    config = StudyConfig(**SETTINGS, seeds=3, variants=["factorial:clipped_double_q,replay_buffer"], out=str(tmp_path))
+    config.engine = "batched"
+    variants = config.variant_objects
+    tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))
+    assert default_group_size(tasks, design=True) is None  # CPU: one group per variant
+    # groups sized to the cores (--group-size): 12 runs, 6 with a replay buffer and 6 without (it shapes the whole
+    # group), each half in one group per worker
+    assert core_group_size(tasks, workers=2) == 3
+    for task in tasks:
+        task.group_size = 3
+    groups = make_groups(tasks)
+    assert [len(group.runs) for group in groups] == [3, 3, 3, 3]
+    assert groups[0].variant == "td3+no_clipped_double_q"  # clipped_double_q mixes
+    assert [len({task.switches["replay_buffer"] for task in group.runs}) for group in groups] == [1, 1, 1, 1]
+    assert core_group_size(tasks, workers=1) == 6 and core_group_size(tasks, workers=5) == 2
+    for task in tasks:
+        task.device = "cuda"
+    assert default_group_size(tasks, design=True) == len(tasks)  # every run that can share a group
+    assert default_group_size(tasks, design=False) is None  # named variants: one group per variant
 
 
 def test_groups_mix_only_variants_an_agent_can_have_and_hold_at_most_group_size_runs(tmp_path):

@@ -40,8 +40,9 @@ SETTINGS = dict(
 )  # fmt: skip
 
 
-# a mixed group: three variants in one BatchedTD3 (--group-size)
-MIXED = ["td3", "no_clipped_double_q", "no_target_networks"]
+# a mixed group: three variants in one BatchedTD3 (--group-size), the third with a Gaussian actor (the group's actor
+# then is Gaussian, the others' their mean, with their action noise) and without delayed updates (its own Adam count)
+MIXED = ["td3", "no_clipped_double_q", "no_deterministic_policy+no_target_networks+no_delayed_policy_update"]
 
 
 def _study_command(out, variants: list[str] | None = None) -> list[str]:
@@ -87,9 +88,11 @@ def assert_same_group(out, reference, variant: str, resumed_from: int):
         assert resumed["status"] == "ok", resumed["traceback"]
         assert resumed["resumed_from"] == resumed_from and resumed["warnings"] == expected["warnings"]
         assert resumed["evaluations"]["timesteps"] == [0, 200, 400]
-        # the entries, in order, of a committed record of format 3 from the batched engine
+        # the entries, in order, of a committed record of format 3 from the batched engine, and the random streams'
         committed = read_run(COMMITTED_RECORD)
-        assert committed["format"] == 3 and list(expected) == list(committed)
+        assert committed["format"] == 3 and [key for key in expected if key != "random_streams"] == list(committed)
+        assert expected["random_streams"] == "per_agent"
+        assert list(expected).index("random_streams") == list(expected).index("group_size") + 1
         # exact equality of every evaluation (returns, Q-values, per-episode returns) and diagnostic
         assert resumed["evaluations"] == expected["evaluations"]
         assert resumed["diagnostics"] == expected["diagnostics"]

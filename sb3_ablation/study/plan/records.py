@@ -89,7 +89,9 @@ class RunRecord(RunSettings):
     and ``host``; ``plan_digest`` (the digest of the study's plan in force when the run was made,
     :mod:`~sb3_ablation.study.plan.digest`; not written where the study declares no plan, nor in records made before
     digests existed); ``status`` (``"ok"`` or ``"failed"``), ``error`` and ``traceback``; ``engine`` and ``group_size``
-    (batched engine); ``n_timesteps``; ``overestimation_method``
+    (batched engine); ``random_streams`` (batched engine: ``"per_agent"``, each run's random streams its own, so its
+    record does not depend on its group; records of the batched engine without it drew from streams shared by the
+    group); ``n_timesteps``; ``overestimation_method``
     (:func:`~sb3_ablation.study.run.overestimation.overestimation_method`); ``resumed_from`` (the checkpoint's step);
     ``model`` (the final model's file name next to the record when the study keeps models, else null) and
     ``vecnormalize`` (its VecNormalize statistics' file, when kept); ``evaluations``, ``value_episodes`` and
@@ -106,6 +108,7 @@ class RunRecord(RunSettings):
     traceback: str | None = None
     engine: str = UNSET
     group_size: int = UNSET
+    random_streams: str = UNSET
     n_timesteps: int = UNSET
     overestimation_method: dict[str, Any] = UNSET
     resumed_from: int = UNSET

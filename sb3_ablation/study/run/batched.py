@@ -52,6 +52,8 @@ from sb3_ablation.study.store.checkpoints import MODEL_FILE, RunCheckpoints, sav
 from sb3_ablation.study.store.runs import write_run
 
 ENGINE = "batched"
+#: the records' ``random_streams``: each agent draws from its own streams (its record does not depend on its group)
+RANDOM_STREAMS = "per_agent"
 
 
 @dataclass
@@ -84,8 +86,9 @@ def _mixing_key(task: RunTask) -> str:
 def make_groups(tasks: list[RunTask]) -> list[RunGroup]:
     """
     The tasks grouped, in order of first appearance, one group per process: by (env, variant) when the tasks have no
-    ``group_size`` (the default); else runs that can share a BatchedTD3 (:func:`_mixing_key`), variants mixed, at most
-    ``group_size`` per group. A run's record does not depend on its group.
+    ``group_size`` (a study of a design gets one by default: :func:`default_group_size`); else runs that can share
+    a BatchedTD3 (:func:`_mixing_key`), variants mixed, at most ``group_size`` per group. A run's record does not
+    depend on its group.
     """
     if tasks and tasks[0].group_size is not None:
         size = tasks[0].group_size
@@ -98,6 +101,47 @@ def make_groups(tasks: list[RunTask]) -> list[RunGroup]:
     for task in tasks:
         groups[(task.env, task.variant)].append(task)
     return [RunGroup(env, variant, runs) for (env, variant), runs in groups.items()]
+
+
+def default_group_size(tasks: list[RunTask], design: bool) -> int | None:
+    """
+    The group size of a batched study that sets none (``--group-size``). On a CUDA device, a factorial design (or a
+    fraction), whose cells differ mostly in switches an agent may have on its own, gets one group of every run
+    (every cell and seed) that can share a BatchedTD3: a single process fills the device, where several would
+    contend for it, and the device computes the union of the agents' components (two critics, the actor at every
+    update, a Gaussian head) alongside at little cost (the two values of ``replay_buffer`` still form groups of
+    their own). On CPU, one group per (env, variant), as for every other study: there each agent of a mixed group
+    pays for that union, and for the committed 2^6 Pendulum design (10 seeds: per-variant groups of 10 already
+    batch well) groups sized to the cores (:func:`core_group_size`) were measured slower, 1.70 h against 1.54 h on 2
+    cores (``benchmarks/results/study_scaling_2x6.json``); mixed groups pay on CPU where a variant has few seeds
+    (``benchmarks/results/engine_scaling_cpu_32cells.json``), with ``--group-size``.
+
+    A run's record does not depend on its group, so this changes nothing but the wall time; the size is computed from
+    every run of the study (not the pending ones), so that a resumed study forms the same groups and finds their
+    checkpoints.
+
+    :param tasks: every run of the study
+    :param design: whether the study's variants are a factorial design or a fraction of one
+    :return: the group size, ``None``: one group per (env, variant)
+    """
+    if design and tasks and th.device(tasks[0].device).type == "cuda":
+        return len(tasks)
+    return None
+
+
+def core_group_size(tasks: list[RunTask], workers: int) -> int:
+    """
+    Mixed groups sized to the cores: the runs that can share a group (those of one value of the switches of the whole
+    group) split into as many groups as there are workers, ``ceil(runs / classes / workers)`` runs each, so that each
+    worker trains a group of each class (the largest batches that leave no core idle while another works through a
+    class that costs more: without a replay buffer a step costs far less). For ``--group-size``; see
+    :func:`default_group_size` for why it is not the CPU's default.
+
+    :param tasks: every run of the study
+    :param workers: the worker processes
+    """
+    classes = len({_mixing_key(task) for task in tasks})
+    return -(-len(tasks) // (classes * max(workers, 1)))
 
 
 def group_checkpoints(tasks: list[RunTask]) -> RunCheckpoints | None:
@@ -117,7 +161,7 @@ def group_checkpoints(tasks: list[RunTask]) -> RunCheckpoints | None:
 
 def failed_group(group: RunGroup, error: str) -> list[dict[str, Any]]:
     """The records of a group that never returned (its worker died)."""
-    return [failed_record(task, error, engine=ENGINE) for task in group.runs]
+    return [failed_record(task, error, engine=ENGINE, random_streams=RANDOM_STREAMS) for task in group.runs]
 
 
 class AgentEvaluations(BaseCallback):
@@ -211,7 +255,7 @@ def execute_group(group: RunGroup) -> list[dict[str, Any]]:
     th.set_num_threads(1)  # one thread per group: parallel groups on separate cores
     started = time.time()
     tasks = group.runs
-    records = [new_record(task, engine=ENGINE, group_size=len(tasks)) for task in tasks]
+    records = [new_record(task, engine=ENGINE, group_size=len(tasks), random_streams=RANDOM_STREAMS) for task in tasks]
     checkpoints = group_checkpoints(tasks)
     run_warnings = RunWarnings()
     built: BuiltGroup | None = None

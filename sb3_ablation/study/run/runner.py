@@ -18,9 +18,11 @@ from tqdm.auto import tqdm
 
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.plan.config import StudyConfig, StudyError, check_envs, make_tasks, resolve_hyperparams
+from sb3_ablation.study.plan.designs import DESIGN_NAMES
 from sb3_ablation.study.plan.variants import Variant
 from sb3_ablation.study.run.backends import BY_NAME as BACKENDS
 from sb3_ablation.study.run.backends import default_workers
+from sb3_ablation.study.run.batched import default_group_size
 from sb3_ablation.study.run.engines import ENGINES
 from sb3_ablation.study.run.recording import library_versions
 from sb3_ablation.study.store.checkpoints import RunCheckpoints
@@ -131,6 +133,11 @@ def _run_locked(
 
     checkpointed = sum(task.record is not None and RunCheckpoints(task.record).latest() is not None for task in pending)
     engine = ENGINES[config.engine]
+    if config.engine == "batched" and config.group_size is None:
+        design = any(spec.split(":")[0] in DESIGN_NAMES for spec in config.variants)
+        size = default_group_size(tasks, design)
+        for task in pending:
+            task.group_size = size
     units = engine.units(pending)
     workers = min(config.workers or default_workers(), len(units))
     # child processes (and a local Ray) inherit this: one OpenMP thread per run
