@@ -4,8 +4,11 @@ baseline's values, failure counts and an env's results as plain JSON, non-finite
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sb3_ablation.study.analyse.inference import EQUIVALENT
+from sb3_ablation.study.render.labels import qualified_verdict
 from sb3_ablation.study.render.sequential import looks_json
 
 if TYPE_CHECKING:
@@ -19,9 +22,17 @@ def number(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def comparison_json(c: Comparison, s: VariantStats | None = None) -> dict[str, Any]:
+def comparison_json(c: Comparison, s: VariantStats | None = None, label: str | None = None) -> dict[str, Any]:
+    """
+    One comparison as plain JSON. ``verdict`` is the test's; ``label`` what its ``equivalent`` carries (``at floor``,
+    ``at ceiling``, ``failures in an arm``; null: nothing, or not an ``equivalent``) and ``qualified_verdict`` the
+    verdict as the report gives it (:mod:`~sb3_ablation.study.render.labels`): quote that one.
+    """
+    label = label if c.verdict == EQUIVALENT else None
     entry = {
         "verdict": c.verdict,
+        "label": label,
+        "qualified_verdict": qualified_verdict(c.verdict, label),
         "test": c.test,
         "reason": c.reason or None,
         "n": c.n,
@@ -57,7 +68,19 @@ def _count_json(count: FailureCount | None) -> dict | None:
     return {"failed": count.failed, "n": count.n, "ci": list(count.ci), "p_vs_baseline": number(count.p_vs_baseline)}
 
 
-def env_json(e: EnvResult, baseline: str | None) -> dict[str, Any]:
+def env_json(
+    e: EnvResult,
+    baseline: str | None,
+    labels: Mapping[str, str | None] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """
+    An env's results as plain JSON.
+
+    :param labels: variant -> the label of its ``equivalent`` (:mod:`~sb3_ablation.study.render.labels`)
+    :param extra: more keys of the env (``learning``, ``committed_answer``)
+    """
+    labels = labels or {}
     return {
         "training_steps": e.training_steps,
         "primary_window_timesteps": e.window,
@@ -78,7 +101,7 @@ def env_json(e: EnvResult, baseline: str | None) -> dict[str, Any]:
                 "margin_seed_sds": number(o.margin.seed_sds),
                 "margin_span_share": number(o.margin.span_share),
                 "baseline": baseline_json(o.stats.get(baseline or "")),
-                "variants": {v: comparison_json(c, o.stats.get(v)) for v, c in o.comparisons.items()},
+                "variants": {v: comparison_json(c, o.stats.get(v), labels.get(v)) for v, c in o.comparisons.items()},
                 # only where the plan declares looks: reports of fixed designs keep their shape
                 **({"sequential": looks_json(o.sequential)} if o.sequential is not None else {}),
             }
@@ -97,4 +120,5 @@ def env_json(e: EnvResult, baseline: str | None) -> dict[str, Any]:
                 for v, f in e.failures.variants.items()
             },
         },
+        **(extra or {}),
     }
