@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import sb3_ablation
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 
@@ -33,7 +32,7 @@ RESULTS_PAGES = "docs/results"
 def committed_studies_folder() -> Path | None:
     """The folder of the committed studies' ``report.json`` files: the package's copy, or the clone's
     ``docs/studies`` (``None``: neither is there)."""
-    package = Path(sb3_ablation.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[2]  # sb3_ablation/study/render/committed.py -> sb3_ablation
     for candidate in (package / "committed_studies", package.parent / "docs" / "studies"):
         if candidate.is_dir() and any(candidate.glob("*/report.json")):
             return candidate

@@ -213,8 +213,8 @@ def render_report(model: ReportModel, out: str | os.PathLike) -> Path:
         f"{settings.get('eval_freq') or 'n_timesteps/20'} steps with {settings.get('eval_episodes')} deterministic episodes. "
         f"Baseline: **{model.baseline}**.",
         "",
-        *plan_banner(model),
     ]
+    lines = [*lines[:2], *plan_banner(model), *lines[2:]]  # the banners right under the title
     if data.failed or data.missing:
         lines += [f"**Incomplete study:** {len(data.failed)} failed and {len(data.missing)} missing runs (see the end).", ""]
     # what a student reads first: the findings, then per task where TD3 learns and the tables, then the method
