@@ -44,7 +44,7 @@ from sb3_ablation.study.render.figures import (
     plot_performance_profiles,
     profile_band,
 )
-from sb3_ablation.study.render.labels import labels_of
+from sb3_ablation.study.render.labels import aggregate_labels, labels_of
 from sb3_ablation.study.render.learning import learning_lines
 from sb3_ablation.study.render.plan import plan_banner, plan_section
 from sb3_ablation.study.render.report_json import write_report_json
@@ -235,7 +235,9 @@ def render_report(model: ReportModel, out: str | os.PathLike) -> Path:
     ]
     for e in model.envs:
         lines += _env_section(model, data, e, colors, figures)
-    lines += across_section(model.across, data.envs, model.baseline, model.plan, colors, figures)
+    aggregate = model.across.aggregate if model.across is not None else None
+    labels = aggregate_labels(model.learning, list(aggregate.comparisons) if aggregate is not None else [])
+    lines += across_section(model.across, data.envs, model.baseline, model.plan, colors, figures, labels)
     for section in extra_sections(model):
         for name, draw in section.figures.items():
             draw(figures / name)
