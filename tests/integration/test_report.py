@@ -655,3 +655,13 @@ def test_the_plan_section_names_the_digest_and_the_commit_it_was_declared_from(t
     text = write_report(tmp_path, reps=REPS).read_text()
     assert f"Plan digest (SHA-256 of the design and plan): `{'ab' * 32}`." in text
     assert "Declared from `mine.yml` as committed in `8223a82f89f3` (unmodified then)." in text
+
+
+def test_where_td3_learns_reads_the_confirmatory_seeds_like_the_verdicts(tmp_path):
+    """A plan that names its confirmatory seeds: the failure rates, TD3's budget progress and the labels use those seeds
+    alone, as the verdicts do; the others are a replication."""
+    plan = AnalysisPlan.from_dict({"seeds": list(range(10))}).to_dict()
+    write_study(tmp_path, leave_one_out(), seeds=range(12), analysis=plan)
+    (learning,) = analyse_study(tmp_path, reps=REPS).learning
+    assert learning.budget.n == 10 and learning.budget.td3_mean == np.mean([-150.0 - 3 * seed for seed in range(10)])
+    assert learning.two_arm["no_replay_buffer"].variant.n == 10 and set(learning.fates["td3"]) == set(range(10))

@@ -18,7 +18,7 @@ import dataclasses
 import os
 from typing import Any
 
-from sb3_ablation.study.analyse.analysis import build_model
+from sb3_ablation.study.analyse.analysis import build_model, restricted
 from sb3_ablation.study.analyse.effects import half_normal_points
 from sb3_ablation.study.analyse.engine_check import engine_check
 from sb3_ablation.study.analyse.factorial import analyse_outcome, study_design
@@ -105,10 +105,12 @@ def analyse_study(
     # where TD3 learns, by the rules of plan/learning_rules.py (their defaults until the plan declares them)
     rules = LearningRules()
     learning = []
+    # on the seeds the verdicts use: the plan's confirmatory seeds where it names them (the others are a replication)
+    confirmatory = restricted(data, set(plan.seeds)) if plan.seeds else data
     for e in model.envs:
         primary = e.outcome(plan.primary)
         margin = primary.margin.value if primary is not None else float("nan")
-        learning.append(env_learning(data, e.env, baseline, plan, rules, margin))
+        learning.append(env_learning(confirmatory, e.env, baseline, plan, rules, margin))
     return dataclasses.replace(
         model,
         envs=envs,
