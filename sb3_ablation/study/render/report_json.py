@@ -43,7 +43,21 @@ def _env(model: ReportModel, e: EnvResult) -> dict[str, Any]:
 
 
 def model_json(model: ReportModel) -> dict:
-    """The report model as plain JSON (``report.json``)."""
+    """
+    The report model as plain JSON (``report.json``).
+
+    Per env (``envs.<env>``), besides its outcomes and failures:
+
+    - every comparison (``outcomes.<outcome>.variants.<variant>``, and the aggregate's) has ``verdict`` (the test's),
+      ``label`` (``at ceiling``, ``at floor``, ``failures in an arm``, or null; only on an ``equivalent``) and
+      ``qualified_verdict``, the verdict as the report gives it (``equivalent (at ceiling)``, ``equivalent (at
+      floor)``, ``unresolved (failures in an arm)``, else ``verdict``): quote that one;
+    - ``learning``: where TD3 learns (:func:`~sb3_ablation.study.render.learning.learning_json`): the failure rules,
+      TD3's budget progress, the ceiling, and per variant its failures against the baseline's and its return among
+      the runs that learned;
+    - ``committed_answer``: the committed study a task with too few seeds for a verdict points to
+      (:mod:`~sb3_ablation.study.render.committed`), null otherwise.
+    """
     across = None
     if model.across:
         labels = aggregate_labels(model.learning, list(model.across.aggregate.comparisons) if model.across.aggregate else [])

@@ -120,13 +120,22 @@ def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) ->
     answer = None if replication else answer_for(model, e)
     if answer is not None:
         lines.append(f"  - Too few seeds here for a verdict. {answer.sentence()}")
-    failed = [
-        f"{v} {f.did_not_learn.failed}/{f.did_not_learn.n}"
-        for v, f in e.failures.variants.items()
-        if f.did_not_learn is not None and f.did_not_learn.failed
-    ]
-    if failed:
-        lines.append(f"  - Runs that did not learn: {', '.join(failed)} (the failures table gives exact CIs and tests).")
+    if learning is not None:  # by the rules of 'Where TD3 learns', the ones the labels use
+        counts = {v: (sum(f.failed for f in runs.values()), len(runs)) for v, runs in learning.fates.items()}
+        failed = [f"{v} {k}/{n}" for v, (k, n) in counts.items() if k]
+        if failed:
+            lines.append(
+                f"  - Runs that failed (did not learn, or critic diverged): {', '.join(failed)} ('Where TD3 learns' "
+                "gives the rules, the exact tests and the return among the runs that learned)."
+            )
+    else:
+        failed = [
+            f"{v} {f.did_not_learn.failed}/{f.did_not_learn.n}"
+            for v, f in e.failures.variants.items()
+            if f.did_not_learn is not None and f.did_not_learn.failed
+        ]
+        if failed:
+            lines.append(f"  - Runs that did not learn: {', '.join(failed)} (the failures table gives exact CIs and tests).")
     for result in e.outcomes:
         if result.primary or not result.comparisons:
             continue
