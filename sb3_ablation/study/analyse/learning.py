@@ -88,7 +88,9 @@ def equivalence_label(
        equivalence says it is too easy there, not that TD3 does not need the component.
 
     A task without a failure rule (no measured random return or no reference) judges failures by the divergence rule
-    alone and has no ceiling: only rules 1 and 2 on diverged critics can apply there.
+    alone and has no ceiling: only rules 1 and 2 on diverged critics can apply there. TD3's budget progress
+    (:attr:`EnvLearning.budget`) is no label: runs that learned at a short budget are compared fairly at that budget,
+    and the report states the progress beside every task's verdicts instead.
 
     :param variant: seed -> the variant's runs judged by the rules (:attr:`EnvLearning.fates`)
     :param baseline: seed -> the baseline's
