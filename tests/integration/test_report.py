@@ -171,6 +171,10 @@ def test_an_equivalent_at_the_ceiling_or_floor_or_with_failures_is_never_given_p
     assert shown in row
     learning = report["envs"]["Pendulum-v1"]["learning"]
     assert learning["variants"]["no_clipped_double_q"]["label"] == label
+    # the ceiling is the return's: an equivalent overestimation is not labelled by it; a floor or failures are the runs'
+    overestimation = entry(tmp_path, "no_clipped_double_q", "overestimation")
+    if overestimation["verdict"] == "equivalent":
+        assert overestimation["label"] == (None if kind == "ceiling" else label)
     # no_replay_buffer: differs on the return, so nothing to label; its failures differ unless td3 fails too
     assert entry(tmp_path, "no_replay_buffer")["label"] is None
     failures = learning["variants"]["no_replay_buffer"]["failure_rate"]

@@ -7,6 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sb3_ablation.study.analyse.budget import AT_CEILING
 from sb3_ablation.study.analyse.inference import EQUIVALENT
 from sb3_ablation.study.render.labels import qualified_verdict
 from sb3_ablation.study.render.sequential import looks_json
@@ -68,6 +69,12 @@ def _count_json(count: FailureCount | None) -> dict | None:
     return {"failed": count.failed, "n": count.n, "ci": list(count.ci), "p_vs_baseline": number(count.p_vs_baseline)}
 
 
+def _outcome_label(label: str | None, is_return: bool) -> str | None:
+    """A comparison's label on one outcome: ``at ceiling`` on return outcomes only
+    (:func:`~sb3_ablation.study.render.labels.labels_of`)."""
+    return None if label == AT_CEILING and not is_return else label
+
+
 def env_json(
     e: EnvResult,
     baseline: str | None,
@@ -101,7 +108,10 @@ def env_json(
                 "margin_seed_sds": number(o.margin.seed_sds),
                 "margin_span_share": number(o.margin.span_share),
                 "baseline": baseline_json(o.stats.get(baseline or "")),
-                "variants": {v: comparison_json(c, o.stats.get(v), labels.get(v)) for v, c in o.comparisons.items()},
+                "variants": {
+                    v: comparison_json(c, o.stats.get(v), _outcome_label(labels.get(v), o.outcome.is_return))
+                    for v, c in o.comparisons.items()
+                },
                 # only where the plan declares looks: reports of fixed designs keep their shape
                 **({"sequential": looks_json(o.sequential)} if o.sequential is not None else {}),
             }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sb3_ablation.study.analyse.budget import AT_CEILING
 from sb3_ablation.study.analyse.inference import EQUIVALENT
 from sb3_ablation.study.analyse.two_part import FAILURES_IN_AN_ARM
 
@@ -28,9 +29,17 @@ def qualified_verdict(verdict: str, label: str | None) -> str:
     return f"{verdict} ({label})"
 
 
-def labels_of(learning: EnvLearning | None) -> dict[str, str | None]:
-    """The labels of a task's comparisons (none where the task has no learning analysis)."""
-    return dict(learning.labels) if learning is not None else {}
+def labels_of(learning: EnvLearning | None, is_return: bool = True) -> dict[str, str | None]:
+    """
+    The labels of a task's comparisons of one outcome (none where the task has no learning analysis). ``at ceiling``
+    is about the return: an outcome in other units (overestimation) is not labelled by it; a floor or failures are
+    about the runs, whatever is measured on them.
+
+    :param is_return: the outcome is in return units
+    """
+    if learning is None:
+        return {}
+    return {v: None if label == AT_CEILING and not is_return else label for v, label in learning.labels.items()}
 
 
 def aggregate_labels(learnings: list[EnvLearning], variants: list[str]) -> dict[str, str | None]:

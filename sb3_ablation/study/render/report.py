@@ -138,9 +138,9 @@ def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict
     if learning is not None:
         lines += learning_lines(learning, baseline, plan.alpha, plan.test)
         lines += ["### Tables and figures", ""]
-    labels = labels_of(learning)
     for result in e.outcomes:
         tag = "primary" if result.primary else "secondary"
+        labels = labels_of(learning, result.outcome.is_return)
         lines += [f"**{result.outcome.name.capitalize()}** ({tag}; {result.outcome.definition}):", ""]
         lines += outcome_table(result, baseline, what=result.primary, labels=labels)
         if result.sequential is not None:

@@ -99,7 +99,6 @@ def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) ->
     primary = e.outcome(model.plan.primary)
     # the labels judge every seed's runs: a replication's seeds are analysed on their own, without them
     learning = None if replication else learning_of(model, e.env)
-    labels = labels_of(learning)
     if primary is None:
         return [f"- **{e.env}**: no comparison with {model.baseline} (no finished runs of it).", ""]
     if not primary.comparisons:  # the baseline alone, e.g. a pilot: it describes, it tests nothing
@@ -112,6 +111,7 @@ def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) ->
         + (f"{TEST_NAMES[model.plan.test]}, family of {family}" if family else f"no test (fewer than {MIN_RUNS} pairs)")
         + f", alpha = {model.plan.alpha:g} for differs and equivalent together, margin {margin_text(primary.margin)}:"
     ]
+    labels = labels_of(learning, primary.outcome.is_return)
     lines += [f"  - {line}" for line in verdict_lines(primary.comparisons, labels=labels)]
     if learning is not None:
         lines.append(f"  - {budget_sentence(learning.budget)}")
@@ -139,7 +139,8 @@ def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) ->
     for result in e.outcomes:
         if result.primary or not result.comparisons:
             continue
-        shown = {name: qualified_verdict(c.verdict, labels.get(name)) for name, c in result.comparisons.items()}
+        outcome_labels = labels_of(learning, result.outcome.is_return)
+        shown = {name: qualified_verdict(c.verdict, outcome_labels.get(name)) for name, c in result.comparisons.items()}
         differs = [c for c in result.comparisons.values() if c.verdict == DIFFERS]
         equivalent = [c for name, c in result.comparisons.items() if shown[name] == EQUIVALENT]
         parts = [
