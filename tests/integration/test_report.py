@@ -669,3 +669,13 @@ def test_where_td3_learns_reads_the_confirmatory_seeds_like_the_verdicts(tmp_pat
     (learning,) = analyse_study(tmp_path, reps=REPS).learning
     assert learning.budget.n == 10 and learning.budget.td3_mean == np.mean([-150.0 - 3 * seed for seed in range(10)])
     assert learning.two_arm["no_replay_buffer"].variant.n == 10 and set(learning.fates["td3"]) == set(range(10))
+
+
+def test_a_sequential_equivalence_at_the_ceiling_is_labelled_where_it_stops(tmp_path):
+    write_study(tmp_path, leave_one_out(), seeds=range(10), analysis=AnalysisPlan.from_dict(LOOKS_PLAN).to_dict())
+    text = write_report(tmp_path, reps=REPS).read_text()
+    looks = read_json(tmp_path / "report.json")["envs"]["Pendulum-v1"]["outcomes"]["final_window"]["sequential"]
+    decision = looks["decisions"]["no_clipped_double_q"]  # within ±1 of td3, which ends within 53.4 of -151.9
+    assert (decision["verdict"], decision["qualified_verdict"]) == ("equivalent", "equivalent (at ceiling)")
+    assert f"equivalent (at ceiling) at look {decision['look'] + 1}" in text
+    assert looks["decisions"]["no_replay_buffer"]["qualified_verdict"] == "differs"

@@ -113,7 +113,15 @@ def env_json(
                     for v, c in o.comparisons.items()
                 },
                 # only where the plan declares looks: reports of fixed designs keep their shape
-                **({"sequential": looks_json(o.sequential)} if o.sequential is not None else {}),
+                **(
+                    {
+                        "sequential": looks_json(
+                            o.sequential, {v: _outcome_label(x, o.outcome.is_return) for v, x in labels.items()}
+                        )
+                    }
+                    if o.sequential is not None
+                    else {}
+                ),
             }
             for o in e.outcomes
         },

@@ -144,7 +144,7 @@ def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict
         lines += [f"**{result.outcome.name.capitalize()}** ({tag}; {result.outcome.definition}):", ""]
         lines += outcome_table(result, baseline, what=result.primary, labels=labels)
         if result.sequential is not None:
-            lines += looks_lines(result.sequential, plan.alpha)
+            lines += looks_lines(result.sequential, plan.alpha, labels)
         if any(not c.reason.startswith("n =") for c in result.comparisons.values()):
             lines += [table_legend(result, plan), ""]
     lines += [iqm_caption(model.reps, [s.n_runs for s in primary.stats.values()]), ""]
