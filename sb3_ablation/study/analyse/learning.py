@@ -12,10 +12,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sb3_ablation.study.analyse.budget import BudgetProgress, Ceiling, budget_progress, ceiling, qualified_verdict
+from sb3_ablation.study.analyse.budget import (
+    AT_CEILING,
+    BudgetProgress,
+    Ceiling,
+    budget_progress,
+    ceiling,
+    qualified_verdict,
+)
 from sb3_ablation.study.analyse.factorial import study_design
-from sb3_ablation.study.analyse.inference import Comparison
+from sb3_ablation.study.analyse.inference import Comparison, holm
 from sb3_ablation.study.analyse.learning_region import (
+    AT_FLOOR,
     ConditionalEffects,
     LearningRegion,
     conditional_effects,
@@ -25,7 +33,14 @@ from sb3_ablation.study.analyse.learning_region import (
 from sb3_ablation.study.analyse.outcomes import study_references
 from sb3_ablation.study.analyse.results import StudyData
 from sb3_ablation.study.analyse.run_fates import RunFate, fate_arrays, study_fates
-from sb3_ablation.study.analyse.two_part import FactorTwoPart, TwoArm, factorial_two_part, return_verdict, two_arm
+from sb3_ablation.study.analyse.two_part import (
+    FAILURES_IN_AN_ARM,
+    FactorTwoPart,
+    TwoArm,
+    factorial_two_part,
+    return_verdict,
+    two_arm,
+)
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.designs import Design
 from sb3_ablation.study.plan.learning_rules import LearningRules, learning_threshold
@@ -40,6 +55,13 @@ class EnvLearning:
     :param fates: variant -> seed -> the run judged by the rules
     :param budget: TD3's progress at the study's budget (``None``: no TD3 runs, or no reference)
     :param two_arm: variant -> its two-part comparison with the baseline
+    :param ceiling: whether the baseline and every variant sit at the task's ceiling (``None``: no reference, or no
+        finite return)
+    :param labels: variant -> what an ``equivalent`` of its comparison with the baseline must carry
+        (:func:`equivalence_label`; ``None``: nothing)
+    :param failure_p_adjusted: variant -> the exact McNemar p of its failure rate against the baseline's, Holm over the
+        task's variants (the failure family: its rate differs where this is at most the plan's alpha)
+    :param rules: the rules applied
     """
 
     env: str
@@ -48,6 +70,54 @@ class EnvLearning:
     fates: dict[str, dict[int, RunFate]]
     budget: BudgetProgress | None
     two_arm: dict[str, TwoArm]
+    ceiling: Ceiling | None = None
+    labels: dict[str, str | None] = field(default_factory=dict)
+    failure_p_adjusted: dict[str, float] = field(default_factory=dict)
+    rules: LearningRules = field(default_factory=LearningRules)
+
+
+def _mean_return(runs: Mapping[int, RunFate]) -> float:
+    values = [fate.final_return for fate in runs.values() if math.isfinite(fate.final_return)]
+    return float(np.mean(values)) if values else math.nan
+
+
+def equivalence_label(
+    env: str, variant: Mapping[int, RunFate], baseline: Mapping[int, RunFate], rules: LearningRules
+) -> str | None:
+    """
+    What an ``equivalent`` between a variant and the baseline must carry, from the runs' fates alone (the label is a
+    property of the runs, the same for every outcome of the pair); ``None``: it may stand as plain ``equivalent``.
+    The first that applies:
+
+    1. ``at floor``: every run of both arms failed (did not learn, or its critic diverged). The arms agree because
+       neither learned at this budget: the equivalence says the budget is too short, not that the component does
+       nothing.
+    2. ``failures in an arm``: either arm has a failed run. A test of the return reads a failed run as one low value
+       (one low rank), which it cannot tell from a poor run that learned: the equivalence is withheld
+       (``unresolved (failures in an arm)``, as :func:`~sb3_ablation.study.analyse.two_part.return_verdict` gives
+       it); the failure rates and the return among the runs that learned answer there.
+    3. ``at ceiling``: no run failed, and both arms' mean final-window returns sit at the task's ceiling
+       (:func:`~sb3_ablation.study.analyse.budget.ceiling` of the two means: within ``ceiling_fraction`` of the span
+       below the paper's reference, and within as much of each other): the task is solved at this budget, and the
+       equivalence says it is too easy there, not that TD3 does not need the component.
+
+    A task without a failure rule (no measured random return or no reference) judges failures by the divergence rule
+    alone and has no ceiling: only rules 1 and 2 on diverged critics can apply there. TD3's budget progress
+    (:attr:`EnvLearning.budget`) is no label: runs that learned at a short budget are compared fairly at that budget,
+    and the report states the progress beside every task's verdicts instead.
+
+    :param variant: seed -> the variant's runs judged by the rules (:attr:`EnvLearning.fates`)
+    :param baseline: seed -> the baseline's
+    """
+    runs = [*variant.values(), *baseline.values()]
+    if not variant or not baseline:
+        return None
+    if all(fate.failed for fate in runs):
+        return AT_FLOOR
+    if any(fate.failed for fate in runs):
+        return FAILURES_IN_AN_ARM
+    found = ceiling(env, {"variant": _mean_return(variant), "baseline": _mean_return(baseline)}, rules)
+    return AT_CEILING if found is not None and found.at_ceiling else None
 
 
 def env_learning(
@@ -84,7 +154,11 @@ def env_learning(
                     ({s: f.final_return for s, f in runs.items()}, {s: f.final_return for s, f in base.items()}),
                     plan.alpha, margin, plan.test, plan.equivalence_test,
                 )  # fmt: skip
-    return EnvLearning(env, threshold, how, fates, budget, comparisons)
+    labels = {} if baseline is None else {v: equivalence_label(env, fates[v], fates[baseline], rules) for v in comparisons}
+    at_ceiling = ceiling(env, {variant: _mean_return(runs) for variant, runs in fates.items()}, rules)
+    adjusted = holm([c.p_failure for c in comparisons.values()]) if comparisons else np.array([])
+    failure_p = {variant: float(p) for variant, p in zip(comparisons, adjusted, strict=True)}
+    return EnvLearning(env, threshold, how, fates, budget, comparisons, at_ceiling, labels, failure_p, rules)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from sb3_ablation.study.analyse.amendments import plan_version_verdicts
-from sb3_ablation.study.analyse.analysis import build_model
+from sb3_ablation.study.analyse.analysis import build_model, restricted
 from sb3_ablation.study.analyse.effects import half_normal_points
 from sb3_ablation.study.analyse.engine_check import engine_check
 from sb3_ablation.study.analyse.factorial import analyse_outcome, attainable_verdicts, study_design
@@ -128,10 +128,12 @@ def analyse_study(
     # where TD3 learns, by the plan's rules (plan/learning_rules.py; their defaults where the plan declares none)
     rules = plan.learning or LearningRules()
     learning = []
+    # on the seeds the verdicts use: the plan's confirmatory seeds where it names them (the others are a replication)
+    confirmatory = restricted(data, set(plan.seeds)) if plan.seeds else data
     for e in model.envs:
         primary = e.outcome(plan.primary)
         margin = primary.margin.value if primary is not None else float("nan")
-        learning.append(env_learning(data, e.env, baseline, plan, rules, margin))
+        learning.append(env_learning(confirmatory, e.env, baseline, plan, rules, margin))
     factorial = factorial_analyses(data, model.envs, plan, learning, baseline)
     # a factorial's per-cell tables say which verdicts their family can reach at its seeds
     per_cell = {(f.env, o.key): o.per_cell for f in factorial for o in f.outcomes}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,9 +18,14 @@ if TYPE_CHECKING:
 
 def across_section(
     across: AcrossTasks | None, envs: list[str], baseline: str | None, plan: AnalysisPlan, colors: dict[str, Any],
-    figures: Path,
+    figures: Path, labels: Mapping[str, str | None] | None = None,
 ) -> list[str]:  # fmt: skip
-    """The markdown (and the aggregate's figure) of the across-tasks analysis; nothing for a single-env study."""
+    """
+    The markdown (and the aggregate's figure) of the across-tasks analysis; nothing for a single-env study.
+
+    :param labels: variant -> the label of its aggregate ``equivalent``
+        (:func:`~sb3_ablation.study.render.labels.aggregate_labels`)
+    """
     if len(envs) < 2:
         return []
     lines = ["## Across tasks", ""]
@@ -62,7 +68,7 @@ def across_section(
         "|---|---:|---:|:---|",
     ]
     for variant, comparison in a.comparisons.items():
-        verdict = verdict_cell(comparison.verdict, comparison.within_margin)
+        verdict = verdict_cell(comparison.verdict, comparison.within_margin, (labels or {}).get(variant))
         verdict += f" ({comparison.reason})" if comparison.reason else ""
         effect = f"{fmt(comparison.effect, 3)} {fmt_ci(comparison.ci, 3)}"
         lines.append(f"| {variant} | {effect} | {fmt_p(comparison.p_adjusted)} | {verdict} |")

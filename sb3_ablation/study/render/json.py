@@ -4,8 +4,12 @@ baseline's values, failure counts and an env's results as plain JSON, non-finite
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sb3_ablation.study.analyse.budget import AT_CEILING
+from sb3_ablation.study.analyse.inference import EQUIVALENT
+from sb3_ablation.study.render.labels import qualified_verdict
 from sb3_ablation.study.render.sequential import looks_json
 
 if TYPE_CHECKING:
@@ -19,9 +23,17 @@ def number(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def comparison_json(c: Comparison, s: VariantStats | None = None) -> dict[str, Any]:
+def comparison_json(c: Comparison, s: VariantStats | None = None, label: str | None = None) -> dict[str, Any]:
+    """
+    One comparison as plain JSON. ``verdict`` is the test's; ``label`` what its ``equivalent`` carries (``at floor``,
+    ``at ceiling``, ``failures in an arm``; null: nothing, or not an ``equivalent``) and ``qualified_verdict`` the
+    verdict as the report gives it (:mod:`~sb3_ablation.study.render.labels`): quote that one.
+    """
+    label = label if c.verdict == EQUIVALENT else None
     entry = {
         "verdict": c.verdict,
+        "label": label,
+        "qualified_verdict": qualified_verdict(c.verdict, label),
         "test": c.test,
         "reason": c.reason or None,
         "n": c.n,
@@ -57,7 +69,25 @@ def _count_json(count: FailureCount | None) -> dict | None:
     return {"failed": count.failed, "n": count.n, "ci": list(count.ci), "p_vs_baseline": number(count.p_vs_baseline)}
 
 
-def env_json(e: EnvResult, baseline: str | None) -> dict[str, Any]:
+def _outcome_label(label: str | None, is_return: bool) -> str | None:
+    """A comparison's label on one outcome: ``at ceiling`` on return outcomes only
+    (:func:`~sb3_ablation.study.render.labels.labels_of`)."""
+    return None if label == AT_CEILING and not is_return else label
+
+
+def env_json(
+    e: EnvResult,
+    baseline: str | None,
+    labels: Mapping[str, str | None] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """
+    An env's results as plain JSON.
+
+    :param labels: variant -> the label of its ``equivalent`` (:mod:`~sb3_ablation.study.render.labels`)
+    :param extra: more keys of the env (``learning``, ``committed_answer``)
+    """
+    labels = labels or {}
     return {
         "training_steps": e.training_steps,
         "primary_window_timesteps": e.window,
@@ -78,9 +108,20 @@ def env_json(e: EnvResult, baseline: str | None) -> dict[str, Any]:
                 "margin_seed_sds": number(o.margin.seed_sds),
                 "margin_span_share": number(o.margin.span_share),
                 "baseline": baseline_json(o.stats.get(baseline or "")),
-                "variants": {v: comparison_json(c, o.stats.get(v)) for v, c in o.comparisons.items()},
+                "variants": {
+                    v: comparison_json(c, o.stats.get(v), _outcome_label(labels.get(v), o.outcome.is_return))
+                    for v, c in o.comparisons.items()
+                },
                 # only where the plan declares looks: reports of fixed designs keep their shape
-                **({"sequential": looks_json(o.sequential)} if o.sequential is not None else {}),
+                **(
+                    {
+                        "sequential": looks_json(
+                            o.sequential, {v: _outcome_label(x, o.outcome.is_return) for v, x in labels.items()}
+                        )
+                    }
+                    if o.sequential is not None
+                    else {}
+                ),
             }
             for o in e.outcomes
         },
@@ -97,4 +138,5 @@ def env_json(e: EnvResult, baseline: str | None) -> dict[str, Any]:
                 for v, f in e.failures.variants.items()
             },
         },
+        **(extra or {}),
     }

@@ -32,6 +32,7 @@ from sb3_ablation.study.analyse.figure_data import MAX_CURVES
 from sb3_ablation.study.analyse.results import DIAGNOSTICS
 from sb3_ablation.study.analyse.statistics import DEFAULT_REPS, DEFAULT_SEED, MIN_RUNS
 from sb3_ablation.study.render.across import across_section
+from sb3_ablation.study.render.committed import answer_for
 from sb3_ablation.study.render.exports import EVALUATIONS_CSV, write_evaluations_csv
 from sb3_ablation.study.render.figures import (
     Panel,
@@ -43,6 +44,8 @@ from sb3_ablation.study.render.figures import (
     plot_performance_profiles,
     profile_band,
 )
+from sb3_ablation.study.render.labels import aggregate_labels, labels_of
+from sb3_ablation.study.render.learning import learning_lines
 from sb3_ablation.study.render.plan import plan_banner, plan_section
 from sb3_ablation.study.render.report_json import write_report_json
 from sb3_ablation.study.render.sections import extra_sections
@@ -56,7 +59,7 @@ from sb3_ablation.study.render.status import (
     training_steps_text,
     warnings_section,
 )
-from sb3_ablation.study.render.summaries import findings_markdown
+from sb3_ablation.study.render.summaries import findings_markdown, learning_of
 from sb3_ablation.study.render.tables import (
     failures_table,
     outcome_table,
@@ -128,12 +131,20 @@ def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict
         return [*lines, "No finished runs.", ""]
     if min(s.n_runs for s in primary.stats.values()) < MIN_RUNS:
         lines += [too_few_runs_note(primary, baseline), ""]
+    answer = answer_for(model, e)
+    if answer is not None:
+        lines += [f"**Too few seeds here for a verdict.** {answer.sentence()}", ""]
+    learning = learning_of(model, env)
+    if learning is not None:
+        lines += learning_lines(learning, baseline, plan.alpha, plan.test)
+        lines += ["### Tables and figures", ""]
     for result in e.outcomes:
         tag = "primary" if result.primary else "secondary"
+        labels = labels_of(learning, result.outcome.is_return)
         lines += [f"**{result.outcome.name.capitalize()}** ({tag}; {result.outcome.definition}):", ""]
-        lines += outcome_table(result, baseline, what=result.primary)
+        lines += outcome_table(result, baseline, what=result.primary, labels=labels)
         if result.sequential is not None:
-            lines += looks_lines(result.sequential, plan.alpha)
+            lines += looks_lines(result.sequential, plan.alpha, labels)
         if any(not c.reason.startswith("n =") for c in result.comparisons.values()):
             lines += [table_legend(result, plan), ""]
     lines += [iqm_caption(model.reps, [s.n_runs for s in primary.stats.values()]), ""]
@@ -172,6 +183,11 @@ def _profile_figure(
     return [f"![{title}](figures/{path.name})", "", f"Performance profile (rliable): fraction of runs above x ({band}).", ""]
 
 
+def _one_level_down(lines: list[str]) -> list[str]:
+    """Markdown lines with every heading one level lower (a section's ``## Analysis plan`` under ``## Method``)."""
+    return [f"#{line}" if line.startswith("#") and line.lstrip("#").startswith(" ") else line for line in lines]
+
+
 def render_report(model: ReportModel, out: str | os.PathLike) -> Path:
     """
     Render a report model: ``<out>/report.md``, ``<out>/report.json``, the figures (``<out>/figures/*.png``) and the
@@ -197,21 +213,20 @@ def render_report(model: ReportModel, out: str | os.PathLike) -> Path:
         f"{settings.get('eval_freq') or 'n_timesteps/20'} steps with {settings.get('eval_episodes')} deterministic episodes. "
         f"Baseline: **{model.baseline}**.",
         "",
-        status_markdown(data),
     ]
-    lines = [*lines[:2], *plan_banner(model), *lines[2:]]
-    lines += plan_section(model, data)
-    for field, one, several in MADE_WITH:
-        lines += made_with_lines(getattr(data, field), data, one, several)
+    lines = [*lines[:2], *plan_banner(model), *lines[2:]]  # the banners right under the title
     if data.failed or data.missing:
         lines += [f"**Incomplete study:** {len(data.failed)} failed and {len(data.missing)} missing runs (see the end).", ""]
+    # what a student reads first: the findings, then per task where TD3 learns and the tables, then the method
     lines += [
         "## Findings",
         "",
         "Generated from the verdicts below: **differs** = the plan's paired test rejects no difference; **equivalent** "
         "= two one-sided tests place the difference within the margin; **unresolved** = neither, which is not evidence "
         f"that the component does nothing (its minimum detectable effect says what these seeds could have seen). "
-        f"{model.guarantee}",
+        "An `equivalent` where both arms sit at the task's ceiling or every run failed reads `equivalent (at "
+        "ceiling)` or `equivalent (at floor)`, and one where an arm has failed runs is withheld (`unresolved "
+        f"(failures in an arm)`; each task's 'Where TD3 learns' says why). {model.guarantee}",
         "",
         FINDINGS_START,
         findings_markdown(model).rstrip(),
@@ -220,13 +235,20 @@ def render_report(model: ReportModel, out: str | os.PathLike) -> Path:
     ]
     for e in model.envs:
         lines += _env_section(model, data, e, colors, figures)
-    lines += across_section(model.across, data.envs, model.baseline, model.plan, colors, figures)
+    aggregate = model.across.aggregate if model.across is not None else None
+    labels = aggregate_labels(model.learning, list(aggregate.comparisons) if aggregate is not None else [])
+    lines += across_section(model.across, data.envs, model.baseline, model.plan, colors, figures, labels)
     for section in extra_sections(model):
         for name, draw in section.figures.items():
             draw(figures / name)
         lines += [f"## {section.title}", "", *section.lines, ""]
-    lines += warnings_section(data)
-    lines += failures_section(data)
+    method = list(plan_section(model, data))
+    for field, one, several in MADE_WITH:
+        method += made_with_lines(getattr(data, field), data, one, several)
+    method += warnings_section(data)
+    method += failures_section(data)
+    method += [status_markdown(data)]
+    lines += ["## Method", "", *_one_level_down(method)]
     write_report_json(model, out / "report.json")
     # the tidy table of every evaluation, for pandas, seaborn and rliable
     write_evaluations_csv(model.evaluations, out / EVALUATIONS_CSV)

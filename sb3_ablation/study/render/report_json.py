@@ -7,22 +7,61 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.common.io import write_json_atomic
+from sb3_ablation.study.render.committed import answer_for
 from sb3_ablation.study.render.json import comparison_json, env_json, number
+from sb3_ablation.study.render.labels import aggregate_labels, labels_of
+from sb3_ablation.study.render.learning import learning_json
 from sb3_ablation.study.render.plan import plan_provenance_json
 from sb3_ablation.study.render.sections import extra_sections
-from sb3_ablation.study.render.summaries import summary_across_tasks, summary_per_task
+from sb3_ablation.study.render.summaries import learning_of, summary_across_tasks, summary_per_task
 
 if TYPE_CHECKING:
-    from sb3_ablation.study.analyse.report_model import ReportModel
+    from sb3_ablation.study.analyse.report_model import EnvResult, ReportModel
+
+
+def _env(model: ReportModel, e: EnvResult) -> dict[str, Any]:
+    """An env of the report with its labels, where TD3 learns (``learning``) and the committed answer it points to
+    (``committed_answer``, null where it has seeds enough for a verdict, or none answers it)."""
+    learning = learning_of(model, e.env)
+    answer = answer_for(model, e)
+    extra = {
+        "learning": None if learning is None else learning_json(learning, model.baseline, model.plan.alpha, model.plan.test),
+        "committed_answer": None
+        if answer is None
+        else {
+            "study": answer.study,
+            "page": answer.page,
+            "report_json": answer.report_json,
+            "seeds": answer.seeds,
+            "training_steps": answer.training_steps,
+            "sentence": answer.sentence(),
+        },
+    }
+    return env_json(e, model.baseline, labels_of(learning), extra)
 
 
 def model_json(model: ReportModel) -> dict:
-    """The report model as plain JSON (``report.json``)."""
+    """
+    The report model as plain JSON (``report.json``).
+
+    Per env (``envs.<env>``), besides its outcomes and failures:
+
+    - every comparison (``outcomes.<outcome>.variants.<variant>``, and the aggregate's) has ``verdict`` (the test's),
+      ``label`` (``at ceiling``, ``at floor``, ``failures in an arm``, or null; only on an ``equivalent``) and
+      ``qualified_verdict``, the verdict as the report gives it (``equivalent (at ceiling)``, ``equivalent (at
+      floor)``, ``unresolved (failures in an arm)``, else ``verdict``): quote that one;
+    - ``learning``: where TD3 learns (:func:`~sb3_ablation.study.render.learning.learning_json`): the failure rules,
+      TD3's budget progress, the ceiling, and per variant its failures against the baseline's and its return among
+      the runs that learned;
+    - ``committed_answer``: the committed study a task with too few seeds for a verdict points to
+      (:mod:`~sb3_ablation.study.render.committed`), null otherwise.
+    """
     across = None
     if model.across:
+        labels = aggregate_labels(model.learning, list(model.across.aggregate.comparisons) if model.across.aggregate else [])
         aggregate = model.across.aggregate
         across = {
             "envs": model.across.envs,
@@ -51,7 +90,9 @@ def model_json(model: ReportModel) -> dict:
             else {
                 "how": aggregate.how,
                 "margin": number(aggregate.margin),
-                "variants": {v: comparison_json(c, aggregate.stats.get(v)) for v, c in aggregate.comparisons.items()},
+                "variants": {
+                    v: comparison_json(c, aggregate.stats.get(v), labels.get(v)) for v, c in aggregate.comparisons.items()
+                },
             },
         }
     return {
@@ -63,7 +104,7 @@ def model_json(model: ReportModel) -> dict:
         "error_control": model.guarantee,
         "baseline": model.baseline,
         "bootstrap": {"reps": model.reps, "seed": model.seed},
-        "envs": {e.env: env_json(e, model.baseline) for e in model.envs},
+        "envs": {e.env: _env(model, e) for e in model.envs},
         "replication": None if model.replication is None else {e.env: env_json(e, model.baseline) for e in model.replication},
         "across_envs": across,
         "sections": {s.title: s.json for s in extra_sections(model)},

@@ -4,11 +4,13 @@ alpha spent by each look, where the design stopped and what is still open."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.study.analyse.family_verdicts import DIFFERS
 from sb3_ablation.study.analyse.sequential import BIAS_NOTE, OPEN
 from sb3_ablation.study.render.format import fmt_p
+from sb3_ablation.study.render.labels import qualified_verdict
 
 if TYPE_CHECKING:
     from sb3_ablation.study.analyse.report_model import Looks
@@ -20,13 +22,14 @@ def _look_cell(p: float, level: float, crossed: bool) -> str:
     return f"{'**' if crossed else ''}p {fmt_p(p)}{'**' if crossed else ''} vs {fmt_p(level)}"
 
 
-def looks_lines(looks: Looks, alpha: float) -> list[str]:
+def looks_lines(looks: Looks, alpha: float, labels: Mapping[str, str | None] | None = None) -> list[str]:
     """
     A table of the design's looks for one env's primary outcome, with the alpha spent and the note on estimates after
     early stopping.
 
     :param looks: the env's sequential analysis
     :param alpha: the family-wise level
+    :param labels: variant -> the label of its ``equivalent`` (:mod:`~sb3_ablation.study.render.labels`)
     """
     spent = looks.spent
     header = "| variant | " + " | ".join(f"look {k + 1}: {n} seeds" for k, n in enumerate(looks.looks)) + " | decision |"
@@ -46,20 +49,22 @@ def looks_lines(looks: Looks, alpha: float) -> list[str]:
             _look_cell(p, c, decision.verdict == DIFFERS and decision.look == k)
             for k, (p, c) in enumerate(zip(decision.p_values, looks.nominal[variant], strict=True))
         ]
+        verdict = qualified_verdict(decision.verdict, (labels or {}).get(variant))
         stop = (
-            f"{decision.verdict} at look {decision.look + 1}"
+            f"{verdict} at look {decision.look + 1}"
             if decision.look is not None
             else "open: next block of seeds"
             if decision.verdict == OPEN
-            else decision.verdict
+            else verdict
         )
         lines.append(f"| {variant} | " + " | ".join(cells) + f" | {stop} (level {decision.level:.4g}) |")
     lines += ["", BIAS_NOTE, ""]
     return lines
 
 
-def looks_json(looks: Looks) -> dict[str, Any]:
-    """The sequential analysis as plain JSON (non-finite numbers as null)."""
+def looks_json(looks: Looks, labels: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+    """The sequential analysis as plain JSON (non-finite numbers as null); ``qualified_verdict``: the decision as the
+    report gives it (:mod:`~sb3_ablation.study.render.labels`)."""
 
     def number(x: float) -> float | None:
         return x if math.isfinite(x) else None
@@ -72,6 +77,7 @@ def looks_json(looks: Looks) -> dict[str, Any]:
         "decisions": {
             v: {
                 "verdict": d.verdict,
+                "qualified_verdict": qualified_verdict(d.verdict, (labels or {}).get(v)),
                 "look": d.look,
                 "level": d.level,
                 "boundaries": [number(c) for c in d.boundaries],

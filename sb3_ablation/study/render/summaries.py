@@ -2,18 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
+from sb3_ablation.study.render.committed import answer_for
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
+from sb3_ablation.study.render.labels import aggregate_labels, labels_of, qualified_verdict
+from sb3_ablation.study.render.learning import budget_sentence
 from sb3_ablation.study.render.tables import margin_text
 
 if TYPE_CHECKING:
     from sb3_ablation.study.analyse.inference import Comparison
+    from sb3_ablation.study.analyse.learning import EnvLearning
     from sb3_ablation.study.analyse.report_model import EnvResult, ReportModel
+
+#: what a labelled equivalence means, before its comparisons
+LABEL_MEANINGS = {
+    "equivalent (at ceiling)": "both arms sit at the task's ceiling at this budget, so this says the task is too easy "
+    "here, not that TD3 does not need the component: ",
+    "equivalent (at floor)": "no run of either arm learned at this budget, so this says the budget is too short, not "
+    "that the component does nothing: ",
+    "unresolved (failures in an arm)": "equivalent on the return, but withheld: an arm has failed runs, which a test of "
+    "the return cannot see as such (see the failure rates and the return among the runs that learned, under 'Where "
+    "TD3 learns'): ",
+}
+
+
+def learning_of(model: ReportModel, env: str) -> EnvLearning | None:
+    """The learning analysis of a task of the report (``None``: none)."""
+    return next((learning for learning in model.learning if learning.env == env), None)
 
 
 def describe_comparison(c: Comparison, digits: int = 1) -> str:
@@ -21,20 +42,39 @@ def describe_comparison(c: Comparison, digits: int = 1) -> str:
     return f"{c.name} {fmt(c.effect, digits)} {fmt_ci(c.ci, digits)}, p {fmt_p(c.p_raw)}, adjusted {fmt_p(c.p_adjusted)}"
 
 
-def verdict_lines(comparisons: dict[str, Comparison], digits: int = 1) -> list[str]:
-    """The three verdicts of one family, one line each (only the non-empty ones)."""
-    by = {verdict: [c for c in comparisons.values() if c.verdict == verdict] for verdict in (DIFFERS, EQUIVALENT, UNRESOLVED)}
+def verdict_lines(
+    comparisons: dict[str, Comparison], digits: int = 1, labels: Mapping[str, str | None] | None = None
+) -> list[str]:
+    """
+    The verdicts of one family, one line each (only the non-empty ones). An ``equivalent`` with a label
+    (:func:`~sb3_ablation.study.render.learning.qualified_verdict`) gets its own line: ``equivalent (at ceiling)``,
+    ``equivalent (at floor)``, or withheld as ``unresolved (failures in an arm)``.
+
+    :param labels: variant -> the label of its ``equivalent`` (:attr:`~sb3_ablation.study.analyse.learning.EnvLearning.labels`)
+    """
+    labels = labels or {}
+    shown = {name: qualified_verdict(c.verdict, labels.get(name)) for name, c in comparisons.items()}
+    by = {
+        verdict: [c for name, c in comparisons.items() if shown[name] == verdict]
+        for verdict in (DIFFERS, EQUIVALENT, UNRESOLVED)
+    }
     lines = []
     if by[DIFFERS]:
         items = "; ".join(describe_comparison(c, digits) for c in sorted(by[DIFFERS], key=lambda c: c.effect))
         lines.append(f"**differs**: {items}.")
-    if by[EQUIVALENT]:
-        items = "; ".join(
+
+    def equivalence_items(found: list[Comparison]) -> str:
+        return "; ".join(
             f"{c.name} {fmt(c.effect, digits)} {fmt_ci(c.ci, digits)}, "
             f"equivalence p adjusted {fmt_p(c.p_equivalence_adjusted)}"
-            for c in by[EQUIVALENT]
+            for c in found
         )
-        lines.append(f"**equivalent** within the margin: {items}.")
+
+    if by[EQUIVALENT]:
+        lines.append(f"**equivalent** within the margin: {equivalence_items(by[EQUIVALENT])}.")
+    for verdict in sorted(set(shown.values()) - {DIFFERS, EQUIVALENT, UNRESOLVED}):
+        found = [c for name, c in comparisons.items() if shown[name] == verdict]
+        lines.append(f"**{verdict}**: {LABEL_MEANINGS.get(verdict, '')}{equivalence_items(found)}.")
     tested = [c for c in by[UNRESOLVED] if not c.reason.startswith("n =")]
     if tested:
         items = "; ".join(
@@ -55,8 +95,10 @@ def verdict_lines(comparisons: dict[str, Comparison], digits: int = 1) -> list[s
     return lines
 
 
-def _env_summary(model: ReportModel, e: EnvResult) -> list[str]:
+def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) -> list[str]:
     primary = e.outcome(model.plan.primary)
+    # the labels judge every seed's runs: a replication's seeds are analysed on their own, without them
+    learning = None if replication else learning_of(model, e.env)
     if primary is None:
         return [f"- **{e.env}**: no comparison with {model.baseline} (no finished runs of it).", ""]
     if not primary.comparisons:  # the baseline alone, e.g. a pilot: it describes, it tests nothing
@@ -69,24 +111,45 @@ def _env_summary(model: ReportModel, e: EnvResult) -> list[str]:
         + (f"{TEST_NAMES[model.plan.test]}, family of {family}" if family else f"no test (fewer than {MIN_RUNS} pairs)")
         + f", alpha = {model.plan.alpha:g} for differs and equivalent together, margin {margin_text(primary.margin)}:"
     ]
-    lines += [f"  - {line}" for line in verdict_lines(primary.comparisons)]
-    failed = [
-        f"{v} {f.did_not_learn.failed}/{f.did_not_learn.n}"
-        for v, f in e.failures.variants.items()
-        if f.did_not_learn is not None and f.did_not_learn.failed
-    ]
-    if failed:
-        lines.append(f"  - Runs that did not learn: {', '.join(failed)} (the failures table gives exact CIs and tests).")
+    labels = labels_of(learning, primary.outcome.is_return)
+    lines += [f"  - {line}" for line in verdict_lines(primary.comparisons, labels=labels)]
+    if learning is not None:
+        lines.append(f"  - {budget_sentence(learning.budget)}")
+        if learning.ceiling is not None and learning.ceiling.at_ceiling:
+            lines.append("  - Every variant sits at the task's ceiling at this budget (see 'Where TD3 learns').")
+    answer = None if replication else answer_for(model, e)
+    if answer is not None:
+        lines.append(f"  - Too few seeds here for a verdict. {answer.sentence()}")
+    if learning is not None:  # by the rules of 'Where TD3 learns', the ones the labels use
+        counts = {v: (sum(f.failed for f in runs.values()), len(runs)) for v, runs in learning.fates.items()}
+        failed = [f"{v} {k}/{n}" for v, (k, n) in counts.items() if k]
+        if failed:
+            lines.append(
+                f"  - Runs that failed (did not learn, or critic diverged): {', '.join(failed)} ('Where TD3 learns' "
+                "gives the rules, the exact tests and the return among the runs that learned)."
+            )
+    else:
+        failed = [
+            f"{v} {f.did_not_learn.failed}/{f.did_not_learn.n}"
+            for v, f in e.failures.variants.items()
+            if f.did_not_learn is not None and f.did_not_learn.failed
+        ]
+        if failed:
+            lines.append(f"  - Runs that did not learn: {', '.join(failed)} (the failures table gives exact CIs and tests).")
     for result in e.outcomes:
         if result.primary or not result.comparisons:
             continue
+        outcome_labels = labels_of(learning, result.outcome.is_return)
+        shown = {name: qualified_verdict(c.verdict, outcome_labels.get(name)) for name, c in result.comparisons.items()}
         differs = [c for c in result.comparisons.values() if c.verdict == DIFFERS]
-        equivalent = [c for c in result.comparisons.values() if c.verdict == EQUIVALENT]
+        equivalent = [c for name, c in result.comparisons.items() if shown[name] == EQUIVALENT]
         parts = [
             "differs: " + ("; ".join(describe_comparison(c) for c in differs) if differs else "none"),
             "equivalent: " + (", ".join(c.name for c in equivalent) if equivalent else "none"),
         ]
-        rest = len(result.comparisons) - len(differs) - len(equivalent)
+        for verdict in sorted(set(shown.values()) - {DIFFERS, EQUIVALENT, UNRESOLVED}):
+            parts.append(f"{verdict}: " + ", ".join(name for name, v in shown.items() if v == verdict))
+        rest = sum(v == UNRESOLVED for v in shown.values())
         lines.append(f"  - {result.outcome.name.capitalize()}: {'; '.join(parts)}; {plural(rest, 'comparison')} unresolved.")
     return [*lines, ""]
 
@@ -96,7 +159,7 @@ def summary_per_task(model: ReportModel) -> list[str]:
     lines = [line for e in model.envs for line in _env_summary(model, e)]
     if model.replication:
         lines += ["Replication (seeds outside the plan's confirmatory seeds, analysed on their own):", ""]
-        lines += [line for e in model.replication for line in _env_summary(model, e)]
+        lines += [line for e in model.replication for line in _env_summary(model, e, replication=True)]
     return lines
 
 
@@ -123,7 +186,8 @@ def summary_across_tasks(model: ReportModel) -> list[str]:
         )
     if across.aggregate is not None:
         lines.append(f"- Aggregate ({across.aggregate.how}), n = {len(across.seeds)} seeds:")
-        lines += [f"  - {line}" for line in verdict_lines(across.aggregate.comparisons, digits=3)]
+        labels = aggregate_labels(model.learning, list(across.aggregate.comparisons))
+        lines += [f"  - {line}" for line in verdict_lines(across.aggregate.comparisons, digits=3, labels=labels)]
     return [*lines, ""]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from sb3_ablation.common.utils import plural
@@ -10,6 +11,7 @@ from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.plan.variants import parse_variant
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
+from sb3_ablation.study.render.labels import qualified_verdict
 
 if TYPE_CHECKING:
     from sb3_ablation.study.analyse.failures import EnvFailures, FailureCount
@@ -18,9 +20,13 @@ if TYPE_CHECKING:
     from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 
 
-def verdict_cell(verdict: str, within_margin: bool = False) -> str:
+def verdict_cell(verdict: str, within_margin: bool = False, label: str | None = None) -> str:
+    """A verdict in a table; an ``equivalent`` with its label (:mod:`~sb3_ablation.study.render.labels`)."""
     if verdict == DIFFERS:
         return "**differs**" + (" (within the margin)" if within_margin else "")
+    if verdict == EQUIVALENT and label is not None:
+        shown = qualified_verdict(verdict, label)
+        return f"**{shown}**" if shown.startswith(EQUIVALENT) else shown
     return "**equivalent**" if verdict == EQUIVALENT else "unresolved"
 
 
@@ -72,11 +78,19 @@ def too_few_runs_note(result: OutcomeResult, baseline: str | None) -> str:
     )
 
 
-def outcome_table(result: OutcomeResult, baseline: str | None, digits: int = 1, what: bool = True) -> list[str]:
+def outcome_table(
+    result: OutcomeResult,
+    baseline: str | None,
+    digits: int = 1,
+    what: bool = True,
+    labels: Mapping[str, str | None] | None = None,
+) -> list[str]:
     """
     The table of one outcome. With enough runs: IQM with its bootstrap CI (not corrected), the paired estimate with the
     test's interval, raw and adjusted p, the verdict, the minimum detectable effect and the seeds needed. With too
     few: each seed's value and each seed's difference to the baseline.
+
+    :param labels: variant -> the label of its ``equivalent`` (:mod:`~sb3_ablation.study.render.labels`)
     """
     stats, comparisons = result.stats, result.comparisons
     first = "| variant | what it is | runs |" if what else "| variant | runs |"
@@ -101,7 +115,8 @@ def outcome_table(result: OutcomeResult, baseline: str | None, digits: int = 1, 
                 cells += [fmt(c.effect, digits), "n/a", "n/a", f"unresolved ({c.reason})", "n/a", "n/a"]
             else:
                 needed = str(c.seeds_needed) if c.seeds_needed else "> 1,000"
-                verdict = verdict_cell(c.verdict, c.within_margin) + (f" ({c.reason})" if c.reason else "")
+                label = (labels or {}).get(variant)
+                verdict = verdict_cell(c.verdict, c.within_margin, label) + (f" ({c.reason})" if c.reason else "")
                 cells += [
                     f"{fmt(c.effect, digits)} {fmt_ci(c.ci, digits)} (n = {c.n})",
                     f"{fmt_p(c.p_raw)} ({fmt_p(c.p_adjusted)})",
