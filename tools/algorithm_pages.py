@@ -124,9 +124,10 @@ def ddpg_rows() -> list[str]:
             if report.get("baseline") != "td3" or not ddpg:
                 continue
             steps = entry.get("training_steps")
+            verdict = ddpg.get("qualified_verdict") or ddpg.get("verdict")
             rows.append(
                 f"| {study_link(folder)} | {env} | {'—' if steps is None else f'{int(steps):,}'} | {ddpg.get('n', '—')} "
-                f"| {fmt(dig(outcome, 'baseline', 'mean'))} | {ddpg.get('verdict')} | {fmt(ddpg.get('effect'), True)}"
+                f"| {fmt(dig(outcome, 'baseline', 'mean'))} | {verdict} | {fmt(ddpg.get('effect'), True)}"
                 f"{interval(ddpg)} |"
             )
     if not rows:

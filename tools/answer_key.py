@@ -122,8 +122,9 @@ def component_answer(switch: str) -> list[str]:
     entry = dig(primary, "variants", variant)
     if entry is not None:
         name = (primary or {}).get("name", "the primary outcome")
+        shown = entry.get("qualified_verdict") or entry.get("verdict")
         lines.append(
-            f"- **The committed answer** (`{PENDULUM[0]}`, {setting(*PENDULUM)}), {name}: **{entry.get('verdict')}**, "
+            f"- **The committed answer** (`{PENDULUM[0]}`, {setting(*PENDULUM)}), {name}: **{shown}**, "
             f"{estimate(entry)} (removing the component, return units, {entry.get('n')} seed pairs)."
         )
         margin = entry.get("margin")
@@ -181,7 +182,7 @@ def task_summary() -> list[str]:
             entry = dig(outcome(folder, env), "variants", f"no_{switch}")
             if entry is None:
                 continue
-            verdict = str(entry.get("verdict"))
+            verdict = str(entry.get("qualified_verdict") or entry.get("verdict"))
             groups.setdefault(verdict, []).append(f"{title} ({sign(entry)})" if verdict == "differs" else title)
         parts = [f"{verdict} on {', '.join(tasks)}" for verdict, tasks in sorted(groups.items())]
         mechanism = MECHANISM[switch][0].upper() + MECHANISM[switch][1:]

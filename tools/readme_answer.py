@@ -140,7 +140,7 @@ def cell(entry: dict | None, name: str = "") -> str:
     estimate's name, where the entry has no ``test`` to take it from)."""
     if entry is None:
         return "—"
-    verdict = entry["verdict"]
+    verdict = entry.get("qualified_verdict") or entry["verdict"]
     name = name or (estimate_name(entry["test"]) if entry.get("test") else "")
     value = f"{name} {number(entry['effect'])}" if name else number(entry["effect"])
     return f"**{verdict}** {value}" if verdict != "unresolved" else f"unresolved {value}"
@@ -214,9 +214,10 @@ def the_answer(found: list[Measured]) -> Measured:
 
 
 def verdict_text(entry: dict, env: dict) -> str:
-    """The verdict, with "at ceiling" where report.json's ``learning.ceiling.at_ceiling`` flags the task and the
-    verdict is an unlabelled ``equivalent`` (a verdict already labelled by the report is printed as it is)."""
-    verdict = entry["verdict"]
+    """The verdict as the report gives it (``qualified_verdict``: "equivalent (at ceiling)", ...), else with "at
+    ceiling" where report.json's ``learning.ceiling.at_ceiling`` flags the task and the verdict is an unlabelled
+    ``equivalent``."""
+    verdict = entry.get("qualified_verdict") or entry.get("verdict_shown") or entry["verdict"]
     if verdict == "equivalent" and dig(env, "learning", "ceiling", "at_ceiling"):
         verdict = "equivalent (at ceiling)"
     return f"**{verdict}**" if verdict != "unresolved" else verdict
@@ -255,11 +256,11 @@ def failures_text(m: Measured, variant: str) -> str:
     """Did not learn (and critic diverged, where any did): removed vs TD3. From ``learning.two_arm`` where the report
     has it (with its exact test), else from ``failures``."""
     baseline = m.report.get("baseline") or "td3"
-    two_arm = dig(m.env_entry, "learning", "two_arm", variant)
-    if isinstance(two_arm, dict) and "variant" in two_arm and "baseline" in two_arm:
-        text = f"{_rate(two_arm['variant'])} vs {_rate(two_arm['baseline'])}"
-        if two_arm.get("p_failure") is not None:
-            text += f" (p = {two_arm['p_failure']:.2g})"
+    rates = dig(m.env_entry, "learning", "variants", variant, "failure_rate")
+    if isinstance(rates, dict) and "variant" in rates and "baseline" in rates:
+        text = f"{_rate(rates['variant'])} vs {_rate(rates['baseline'])}"
+        if rates.get("p_adjusted") is not None:
+            text += f" ({rates.get('verdict')}, exact p adjusted {rates['p_adjusted']:.2g})"
         return text
     failures = dig(m.env_entry, "failures", "variants") or {}
     removed, td3 = failures.get(variant) or {}, failures.get(baseline) or {}
@@ -323,9 +324,12 @@ def budget_progress(m: Measured, env: str) -> str:
 def failure_rule(m: Measured) -> str:
     """The "did not learn" rule the failure column applies: ``learning.threshold`` where the report has it, else
     ``failures.threshold``."""
-    learning = dig(m.env_entry, "learning")
-    source = learning if isinstance(learning, dict) and "threshold" in learning else m.env_entry.get("failures") or {}
-    threshold, how = source.get("threshold"), source.get("threshold_how") or ""
+    rule = dig(m.env_entry, "learning", "did_not_learn")
+    if isinstance(rule, dict) and "threshold" in rule:
+        threshold, how = rule.get("threshold"), rule.get("how") or ""
+    else:
+        source = m.env_entry.get("failures") or {}
+        threshold, how = source.get("threshold"), source.get("threshold_how") or ""
     if threshold is None:
         return f"Did not learn: no rule in this report ({how})."
     return f"Did not learn: final-window return below {threshold:,.1f} ({how})."
@@ -488,16 +492,22 @@ def _learning_region_lines(section: dict) -> list[str]:
     how = region.get("how") or region.get("rule") if isinstance(region, dict) else None
     if how:
         lines.append(f"- learning region: {how}.")
-    conditional = learning.get("conditional")
-    effects = conditional.get("effects", conditional) if isinstance(conditional, dict) else {}
+    factors = learning.get("factors") or {}
+    effects = {name: (f or {}).get("conditional") for name, f in factors.items()}
     items = [
-        f"{name} {verdict_text(e, {})} {estimate_name(e.get('test'))} {number(-e['effect'])}"
-        for name, e in (effects or {}).items()
+        f"{name} {verdict_text(e, {})} {estimate_name(e.get('test'))} {number(-e['effect'])}{_interval(_flipped(e))}"
+        for name, e in effects.items()
         if isinstance(e, dict) and "verdict" in e and e.get("effect") is not None
     ]
     if items:
         lines.append("- removed within the learning region (sign flipped): " + "; ".join(items) + ".")
     return lines
+
+
+def _flipped(entry: dict) -> dict:
+    """A "with minus without" effect's interval on the removal convention."""
+    ci = entry.get("ci")
+    return {**entry, "ci": [-ci[1], -ci[0]] if ci and None not in ci else ci}
 
 
 def _smallest_set_line(keep: dict, margin: float) -> str:
@@ -506,10 +516,12 @@ def _smallest_set_line(keep: dict, margin: float) -> str:
     kept = ", ".join(keep["keep"]) or "none"
     observed = keep.get("observed_drop")
     seen = f", its cell's observed loss {observed:,.1f}" if observed is not None else ""
-    if "verdict" in keep:
-        test = f"**{keep['verdict']}** by the equivalence test of its own cell against TD3{_interval(keep)}"
-        if keep.get("p_equivalence") is not None:
-            test += f", p = {keep['p_equivalence']:.2g}"
+    confirmation = keep.get("confirmation")
+    if isinstance(confirmation, dict):
+        verdict = "confirmed" if keep.get("confirmed") else "not confirmed"
+        test = f"**{verdict}** by the equivalence test of its own cell against TD3{_interval(confirmation)}"
+        if confirmation.get("p_equivalence_adjusted") is not None:
+            test += f", equivalence p adjusted {confirmation['p_equivalence_adjusted']:.2g}"
     else:
         test = "not tested (a model prediction and one cell's point estimate, no test)"
     return (
@@ -556,11 +568,10 @@ def factorial_lines(folder: str, env: str) -> list[str]:
         f"{estimate_name(first.get('test'))} of the per-seed effects",
         plan_phrase(study),
     ]
-    main_verdicts = dig(factorial, "learning", "main_verdicts") or {}
     floor = bool(floor_cells(study["envs"][env]))
     main = []
     for name, e in section["main_effects"].items():
-        verdict = main_verdicts.get(name) or qualified_verdict(e["verdict"], at_floor=floor)
+        verdict = e.get("verdict_shown") or qualified_verdict(e["verdict"], at_floor=floor)
         shown = f"**{verdict}**" if verdict != "unresolved" else verdict
         main.append(f"{name} {shown} {number(-e['effect'])}")
     lines = [

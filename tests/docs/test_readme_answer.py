@@ -134,11 +134,17 @@ def test_the_smallest_set_is_confirmed_only_by_a_test(studies):
 
     def tested(data):
         keep = data["sections"]["Hopper-v5: factorial analysis"]["outcomes"]["final_window"]["smallest_sufficient_set"]
-        keep.update(verdict="not confirmed", ci=[-349.0, 253.0], p_equivalence=0.28)
+        keep.update(
+            confirmed=False,
+            confirmation={"verdict": "unresolved", "ci": [-349.0, 253.0], "p_equivalence_adjusted": 0.28},
+        )
 
     _edit(studies, "hopper-half-fraction", tested)
     hopper = readme_answer.detail().split("Hopper-v5** (")[1].split("\n\n**")[0]
-    assert "**not confirmed** by the equivalence test of its own cell against TD3 [-349, +253], p = 0.28" in hopper
+    assert (
+        "**not confirmed** by the equivalence test of its own cell against TD3 [-349, +253], equivalence p adjusted 0.28"
+        in hopper
+    )
 
 
 def test_the_learning_fields_are_used_where_a_report_has_them(studies):
@@ -149,20 +155,21 @@ def test_the_learning_fields_are_used_where_a_report_has_them(studies):
 
     def learned(data):
         data["envs"]["Pendulum-v1"]["learning"] = {
-            "threshold": -1165.5,
-            "threshold_how": "the random policy's return plus 5% of the span",
+            "did_not_learn": {"threshold": -1165.5, "how": "the random policy's return plus 5% of the span"},
             "budget": {"td3_mean": -150.0, "fraction": 0.99, "random": -1218.9, "reference": -151.9,
                        "reference_budget": 20000},
             "ceiling": {"at_ceiling": True},
-            "two_arm": {"no_clipped_double_q": {"variant": {"failed": 3, "n": 20}, "baseline": {"failed": 0, "n": 20},
-                                                "p_failure": 0.25}},
+            "variants": {"no_clipped_double_q": {"failure_rate": {
+                "variant": {"failed": 3, "n": 20}, "baseline": {"failed": 0, "n": 20}, "p_adjusted": 0.25,
+                "verdict": "no evidence",
+            }}},
         }  # fmt: skip
 
     _edit(studies, "pendulum-sequential", learned)
     text = readme_answer.answer()
     row = _row(text, "Pendulum-v1, 20k", "clipped_double_q")
     assert row.startswith("| clipped_double_q | **equivalent (at ceiling)** HL +1.2")
-    assert "| 3/20 vs 0/20 (p = 0.25) |" in row
+    assert "| 3/20 vs 0/20 (no evidence, exact p adjusted 0.25) |" in row
     heading = text.split("**Pendulum-v1, 20k")[1].split("\n")[0]
     assert "-150.0 (pendulum-sequential) is 99% of the way" in heading and "**At ceiling**" in heading
     assert "below -1,165.5 (the random policy's return plus 5% of the span)" in heading
@@ -188,15 +195,15 @@ def test_a_factorials_learning_region_is_shown_where_its_report_has_it(studies):
         section = data["sections"]["Hopper-v5: factorial analysis"]
         effect = {"verdict": "unresolved", "effect": 39.9, "ci": [-194.0, 146.0], "test": WILCOXON}
         section["learning"] = {
-            "region": {"how": "the cells with replay_buffer and target_networks on"},
-            "conditional": {"effects": {"deterministic_policy": effect}},
-            "main_verdicts": {"deterministic_policy": "unresolved (at floor)"},
+            "region": {"rule": "the cells with replay_buffer and target_networks on"},
+            "factors": {"deterministic_policy": {"conditional": effect}},
         }
+        section["outcomes"]["final_window"]["main_effects"]["deterministic_policy"]["verdict_shown"] = "unresolved (at floor)"
 
     _edit(studies, "hopper-half-fraction", learned)
     text, detail = readme_answer.answer(), readme_answer.detail()
     assert "Within the learning region of hopper-half-fraction (Hopper-v5):" in text
-    expected = "- removed within the learning region (sign flipped): deterministic_policy unresolved HL -40."
+    expected = "- removed within the learning region (sign flipped): deterministic_policy unresolved HL -40 [-146, +194]."
     assert expected in text and expected in detail
     assert "- learning region: the cells with replay_buffer and target_networks on." in detail
     assert "deterministic_policy **unresolved (at floor)** -38" in detail
