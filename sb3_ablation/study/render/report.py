@@ -226,7 +226,10 @@ def render_report(model: ReportModel, out: str | os.PathLike) -> Path:
         f"that the component does nothing (its minimum detectable effect says what these seeds could have seen). "
         "An `equivalent` where both arms sit at the task's ceiling or every run failed reads `equivalent (at "
         "ceiling)` or `equivalent (at floor)`, and one where an arm has failed runs is withheld (`unresolved "
-        f"(failures in an arm)`; each task's 'Where TD3 learns' says why). {model.guarantee}",
+        "(failures in an arm)`; each task's 'Where TD3 learns' says why). No equivalence test keeps a false "
+        "`equivalent` at alpha when a variant fails on only a few seeds (the package's calibration, "
+        "docs/calibration.md: such failures are often absent from a 10-seed sample): an `equivalent` does not exclude "
+        f"rare failures. {model.guarantee}",
         "",
         FINDINGS_START,
         findings_markdown(model).rstrip(),
