@@ -2,7 +2,9 @@
 progress and the ceiling flag (sb3_ablation.study.analyse.two_part, learning_region, run_fates, budget;
 sb3_ablation.study.plan.learning_rules), each on a small synthetic study whose answer is known."""
 
+import dataclasses
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from scipy import stats
 from sb3_ablation.study.analyse.budget import budget_progress, ceiling, qualified_verdict
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED, compare_family
 from sb3_ablation.study.analyse.learning_region import conditional_effects, floor_verdict, learning_region
+from sb3_ablation.study.analyse.outcomes import outcome_values
 from sb3_ablation.study.analyse.results import RunCurves
 from sb3_ablation.study.analyse.run_fates import critic_value, largest_abs_reward, run_fate, sound_critics
 from sb3_ablation.study.analyse.two_part import (
@@ -272,3 +275,19 @@ def test_a_task_in_two_parts_and_its_factorial_read_where_td3_learns():
     assert result.conditional.effects["clipped_double_q"].differences == pytest.approx((3.0,) * 10)
     assert result.ceiling.at_ceiling  # every cell with the replay buffer ends within 53.35 of -151.9
     assert result.main_verdicts == {"A": "unresolved (at floor)"}
+
+
+def test_the_overestimation_is_averaged_only_over_critics_within_what_their_rewards_allow():
+    """A critic beyond q_bound_factor * max |reward| / (1 - gamma) is a failure, not a number in the average, even on a
+    task with no reference (no value span)."""
+    runs = []
+    for seed, q in enumerate([5.0, 6.0, 1e6]):
+        run = run_with(q, max_abs_reward=1.0)
+        runs.append(dataclasses.replace(run, seed=seed, values={**run.values, "overestimation": np.array([0.0, q])}))
+    data = SimpleNamespace(
+        runs={"NoSuchTask-v0": {"td3": runs}}, manifest={"hyperparams": {"NoSuchTask-v0": {"td3": {"gamma": 0.9}}}}
+    )
+    seeds, values = outcome_values(data, "NoSuchTask-v0", "td3", "overestimation", PLAN)  # bound: 10 * 1 / 0.1 = 100
+    assert seeds.tolist() == [0, 1] and values.tolist() == [5.0, 6.0]
+    seeds, _ = outcome_values(data, "NoSuchTask-v0", "td3", "final_window", PLAN)
+    assert seeds.tolist() == [0, 1, 2]  # the returns of every run count

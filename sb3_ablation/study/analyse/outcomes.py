@@ -14,8 +14,15 @@ from dataclasses import dataclass
 import gymnasium
 import numpy as np
 
+from sb3_ablation.study.analyse.critic_bound import reward_bound_diverged, study_gamma
 from sb3_ablation.study.analyse.results import RunCurves, StudyData
-from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, TaskReferences, failure_threshold, task_references
+from sb3_ablation.study.plan.analysis_plan import (
+    AnalysisPlan,
+    LearningRules,
+    TaskReferences,
+    failure_threshold,
+    task_references,
+)
 
 
 @dataclass(frozen=True)
@@ -69,10 +76,17 @@ def run_outcome(run: RunCurves, key: str, plan: AnalysisPlan) -> float:
 def outcome_values(data: StudyData, env: str, variant: str, key: str, plan: AnalysisPlan) -> tuple[np.ndarray, np.ndarray]:
     """
     ``(seeds, values)`` of an outcome over the finished runs of a variant that recorded it; for the overestimation,
-    runs whose critic diverged are left out (they are counted by :func:`critic_diverged`).
+    runs whose critic diverged are left out: beyond the value span's bound (:func:`critic_diverged`), or beyond what
+    the run's own rewards allow (:func:`~sb3_ablation.study.analyse.critic_bound.reward_bound_diverged`, which needs no
+    reference). Both are failures, counted by the failure tables, never numbers to average.
     """
+    runs = data.runs.get(env, {}).get(variant, [])
     bound = divergence_bound(data, env, plan) if key == "overestimation" else math.inf
-    pairs = [(run.seed, run_outcome(run, key, plan)) for run in data.runs.get(env, {}).get(variant, [])]
+    if key == "overestimation":
+        gamma, limit = study_gamma(data, env), max_episode_steps(env)
+        factor = (plan.learning or LearningRules()).q_bound_factor
+        runs = [run for run in runs if not reward_bound_diverged(run, gamma, limit, factor)]
+    pairs = [(run.seed, run_outcome(run, key, plan)) for run in runs]
     pairs = [(seed, value) for seed, value in pairs if math.isfinite(value) and abs(value) <= bound]
     return np.array([s for s, _ in pairs], dtype=np.int64), np.array([v for _, v in pairs], dtype=np.float64)
 

@@ -19,54 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sb3_ablation.study.analyse.critic_bound import DEFAULT_GAMMA, critic_value, largest_abs_reward, study_gamma
 from sb3_ablation.study.analyse.outcomes import max_episode_steps, run_outcome
 from sb3_ablation.study.analyse.results import RunCurves, StudyData
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.learning_rules import LearningRules, learning_threshold
-
-#: the discount where a study's hyperparameters give none (SB3's default)
-DEFAULT_GAMMA = 0.99
-
-
-def largest_abs_reward(run: RunCurves, gamma: float, time_limit: int | None) -> tuple[float, bool] | None:
-    """
-    The largest |reward| of a run's evaluation episodes, and whether it was recorded (``False``: the lower bound of
-    the module docstring); ``None``: the run recorded no evaluation episodes.
-    """
-    episodes = [episode for evaluation in run.value_episodes for episode in evaluation]
-    if episodes and all("max_abs_reward" in episode for episode in episodes):
-        return max(float(episode["max_abs_reward"]) for episode in episodes), True
-    bounds = []
-    for returns, evaluation in zip(run.episode_returns, run.value_episodes, strict=False):
-        for score, episode in zip(returns, evaluation, strict=False):
-            scored = min(int(episode["steps"]), time_limit or int(episode["steps"]))
-            if scored and math.isfinite(score):
-                bounds.append(abs(float(score)) / scored)
-            if episode.get("states"):
-                bounds.append((1 - gamma) * float(episode["abs_return_sum"]) / int(episode["states"]))
-    if not bounds and run.episode_returns:  # no per-episode summaries: the score over the time limit alone
-        steps = time_limit or 1
-        bounds = [abs(float(s)) / steps for returns in run.episode_returns for s in returns if math.isfinite(s)]
-    return (max(bounds), False) if bounds else None
-
-
-def critic_value(run: RunCurves) -> float | None:
-    """
-    Critic 1's largest |Q| at the last evaluation: the largest over its episodes of |mean Q1(s, a)| over the measured
-    states (inf where not finite); else the training diagnostic ``q1_mean`` at the end; ``None``: neither recorded.
-    """
-    if run.value_episodes:
-        values = [
-            abs(float(episode["q_sum"]) / int(episode["states"])) if episode["q_sum"] is not None else math.inf
-            for episode in run.value_episodes[-1]
-            if episode.get("states")
-        ]
-        if values:
-            return max(value if math.isfinite(value) else math.inf for value in values)
-    if run.has("q1_mean"):
-        value = run.final("q1_mean")
-        return abs(value) if math.isfinite(value) else math.inf
-    return None
 
 
 @dataclass(frozen=True)
@@ -109,12 +66,6 @@ def run_fate(
     return RunFate(run.seed, final, did_not_learn, diverged, q, bound, reward is not None and reward[1])
 
 
-def study_gamma(data: StudyData, env: str) -> float:
-    """The discount of an env's runs (the study's hyperparameters; SB3's default where they give none or several)."""
-    gammas = {hp.get("gamma", DEFAULT_GAMMA) for hp in data.manifest.get("hyperparams", {}).get(env, {}).values()}
-    return float(next(iter(gammas))) if len(gammas) == 1 else DEFAULT_GAMMA
-
-
 def study_fates(
     data: StudyData, env: str, rules: LearningRules, plan: AnalysisPlan, threshold: float | None = None
 ) -> dict[str, dict[int, RunFate]]:
@@ -151,3 +102,16 @@ def sound_critics(fates: dict[int, RunFate]) -> list[int]:
     """The seeds whose critic did not diverge (or was not judged): the runs an overestimation may be averaged over
     (a diverged critic is a failure, counted by :attr:`RunFate.failed`, never a number to average)."""
     return [seed for seed, fate in sorted(fates.items()) if not fate.diverged]
+
+
+__all__ = [
+    "DEFAULT_GAMMA",
+    "RunFate",
+    "critic_value",
+    "fate_arrays",
+    "largest_abs_reward",
+    "run_fate",
+    "sound_critics",
+    "study_fates",
+    "study_gamma",
+]
