@@ -489,9 +489,10 @@ def _learning_region_lines(section: dict) -> list[str]:
         return []
     lines = []
     region = learning.get("region")
-    how = region.get("how") or region.get("rule") if isinstance(region, dict) else None
-    if how:
-        lines.append(f"- learning region: {how}.")
+    if isinstance(region, dict) and region.get("enabling"):
+        cells = f"{region.get('n_cells')} of {region.get('design_cells')} cells" if region.get("n_cells") else "the cells"
+        kept = " and ".join(region["enabling"])
+        lines.append(f"- learning region: {cells}, those with {kept} on (found from the failures alone; rule in the report).")
     factors = learning.get("factors") or {}
     effects = {name: (f or {}).get("conditional") for name, f in factors.items()}
     items = [

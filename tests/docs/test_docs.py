@@ -60,7 +60,7 @@ def test_the_answer_key_follows_the_reports(tmp_path, monkeypatch):
     assert answer_key.page() == committed
     report = json.loads((studies / "pendulum" / "report.json").read_text())
     entry = report["envs"]["Pendulum-v1"]["outcomes"][report["plan"]["primary"]]["variants"]["no_clipped_double_q"]
-    entry.update(verdict="differs", effect=-1234.5, ci=[-2000.0, -1000.0])
+    entry.update(verdict="differs", qualified_verdict="differs", effect=-1234.5, ci=[-2000.0, -1000.0])
     (studies / "pendulum" / "report.json").write_text(json.dumps(report))
     page = answer_key.page()
     section = page.split("### clipped_double_q")[1].split("###")[0]
@@ -105,7 +105,7 @@ def test_the_algorithm_pages_follow_the_reports(tmp_path, monkeypatch):
     report = json.loads((studies / "pendulum-2x6" / "report.json").read_text())
     outcome = report["envs"]["Pendulum-v1"]["outcomes"][report["plan"]["primary"]]
     outcome["baseline"]["mean"] = -123.4
-    outcome["variants"]["ddpg"].update(verdict="differs", effect=-55.5, ci=[-60.0, -50.0])
+    outcome["variants"]["ddpg"].update(verdict="differs", qualified_verdict="differs", effect=-55.5, ci=[-60.0, -50.0])
     (studies / "pendulum-2x6" / "report.json").write_text(json.dumps(report))
     monkeypatch.setattr(sys, "argv", ["algorithm_pages.py", "--check"])
     assert algorithm_pages.main() == 1

@@ -36,6 +36,18 @@ def _edit(studies: Path, folder: str, change) -> None:
     path.write_text(json.dumps(data))
 
 
+def _without_learning(data: dict) -> None:
+    """A report as written before the learning analysis: no ``learning`` keys, no qualified verdicts."""
+    for env in data["envs"].values():
+        env.pop("learning", None)
+        for outcome in env["outcomes"].values():
+            for entry in outcome["variants"].values():
+                entry.pop("qualified_verdict", None)
+    for section in data["sections"].values():
+        if isinstance(section, dict):
+            section.pop("learning", None)
+
+
 def _row(text: str, heading: str, component: str) -> str:
     """The table row of ``component`` under the condition whose heading starts with ``heading``."""
     block = text.split(f"**{heading}")[1].split("\n**")[0]
@@ -80,7 +92,7 @@ def test_the_committed_answer_reads_one_convention(studies):
     assert "of the effect recovered" not in text and "Yates" not in text
     detail = readme_answer.detail()
     assert "replay_buffer **differs** -1,212" in detail  # the 2^6 main effect +1,212, flipped
-    assert "target_policy_smoothing **equivalent (at floor)** -11" in detail  # averaged over cells without replay
+    assert "target_policy_smoothing **unresolved (at floor)** -11" in detail  # averaged over cells without replay
 
 
 def test_the_answer_is_chosen_by_the_declared_rule(studies):
@@ -95,9 +107,9 @@ def test_the_answer_is_chosen_by_the_declared_rule(studies):
 def test_a_changed_report_changes_the_row(studies):
     def change(data):
         entry = data["envs"]["Hopper-v5"]["outcomes"]["final_window"]["variants"]["no_clipped_double_q"]
-        entry.update(verdict="differs", effect=-400.0, ci=[-600.0, -200.0])
+        entry.update(verdict="differs", qualified_verdict="differs", effect=-400.0, ci=[-600.0, -200.0])
         auc = data["envs"]["Hopper-v5"]["outcomes"]["auc"]["variants"]["no_clipped_double_q"]
-        auc.update(verdict="differs", effect=+50.0, ci=[10.0, 90.0])
+        auc.update(verdict="differs", qualified_verdict="differs", effect=+50.0, ci=[10.0, 90.0])
 
     _edit(studies, "multitask", change)
     row = _row(readme_answer.answer(), "Hopper-v5, 100k", "clipped_double_q")
@@ -130,7 +142,15 @@ def test_secondary_outcomes_shown_only_where_they_disagree():
 
 def test_the_smallest_set_is_confirmed_only_by_a_test(studies):
     assert "**replay_buffer, target_networks**" in readme_answer.detail()
-    assert "confirmed" not in readme_answer.detail().split("Hopper-v5** (")[1].split("\n\n**")[0]
+    assert "**not confirmed** by the equivalence test" in readme_answer.detail().split("Hopper-v5** (")[1]
+
+    def untested(data):
+        keep = data["sections"]["Hopper-v5: factorial analysis"]["outcomes"]["final_window"]["smallest_sufficient_set"]
+        keep.pop("confirmation")
+
+    _edit(studies, "hopper-half-fraction", untested)
+    hopper = readme_answer.detail().split("Hopper-v5** (")[1].split("\n\n**")[0]
+    assert "confirmed" not in hopper and "not tested" in hopper
 
     def tested(data):
         keep = data["sections"]["Hopper-v5: factorial analysis"]["outcomes"]["final_window"]["smallest_sufficient_set"]
@@ -150,6 +170,8 @@ def test_the_smallest_set_is_confirmed_only_by_a_test(studies):
 def test_the_learning_fields_are_used_where_a_report_has_them(studies):
     """Budget progress, failure rates with their test and the ceiling label come from ``learning`` when present;
     without it the answer falls back to what the report has."""
+    for folder in ("pendulum-sequential", "pendulum", "pendulum-tuned", "pendulum-2x6"):
+        _edit(studies, folder, _without_learning)
     row = _row(readme_answer.answer(), "Pendulum-v1, 20k", "clipped_double_q")
     assert "| 0/20 vs 0/20 |" in row and "(at ceiling)" not in row
 
@@ -189,13 +211,15 @@ def test_the_papers_rows_stand_beside_the_answer():
 def test_a_factorials_learning_region_is_shown_where_its_report_has_it(studies):
     """With the factorial's ``learning`` key: the region, the effects within it (flipped to removal) in the README
     and the detail, and the main effects' verdicts as the analysis gives them; without it, none of that."""
+    for folder in ("pendulum-2x6", "hopper-half-fraction"):
+        _edit(studies, folder, _without_learning)
     assert "learning region" not in readme_answer.answer()
 
     def learned(data):
         section = data["sections"]["Hopper-v5: factorial analysis"]
         effect = {"verdict": "unresolved", "effect": 39.9, "ci": [-194.0, 146.0], "test": WILCOXON}
         section["learning"] = {
-            "region": {"rule": "the cells with replay_buffer and target_networks on"},
+            "region": {"enabling": ["replay_buffer", "target_networks"], "n_cells": 8, "design_cells": 32},
             "factors": {"deterministic_policy": {"conditional": effect}},
         }
         section["outcomes"]["final_window"]["main_effects"]["deterministic_policy"]["verdict_shown"] = "unresolved (at floor)"
@@ -205,5 +229,5 @@ def test_a_factorials_learning_region_is_shown_where_its_report_has_it(studies):
     assert "Within the learning region of hopper-half-fraction (Hopper-v5):" in text
     expected = "- removed within the learning region (sign flipped): deterministic_policy unresolved HL -40 [-146, +194]."
     assert expected in text and expected in detail
-    assert "- learning region: the cells with replay_buffer and target_networks on." in detail
+    assert "- learning region: 8 of 32 cells, those with replay_buffer and target_networks on (found" in detail
     assert "deterministic_policy **unresolved (at floor)** -38" in detail
