@@ -214,3 +214,23 @@ def test_an_interrupted_tuning_chooses_nothing(tmp_path):
     result = tune(dataclasses.replace(job, argv=tuple(argv)))
     assert result == {"env": ENV, "variant": "td3", "error": "interrupted after 1 of 2 trials; rerun the study to finish it"}
     assert trial_counts(storage_path(config.out, ENV, "td3")) == {"complete": 1}
+
+
+def test_the_recovered_share_has_a_bootstrap_interval_over_seeds():
+    """Resampling seeds: identical arms recover 0 in every resample; an own arm at half the effect on every seed
+    recovers 50% in every resample; a noisy own arm gives an interval around its point estimate."""
+    from types import SimpleNamespace
+
+    from sb3_ablation.study.analyse.tuning import recovered_interval
+
+    def arm(d):  # the interval reads only the per-seed differences of a comparison
+        return SimpleNamespace(differences=tuple(d))
+
+    base = np.array([-100.0, -80.0, -120.0, -90.0, -110.0, -95.0])
+    assert recovered_interval(arm(base), arm(base), "signflip", 0) == (0.0, 0.0)
+    low, high = recovered_interval(arm(base), arm(base / 2), "signflip", 0)
+    assert low == pytest.approx(0.5) and high == pytest.approx(0.5)
+    noisy = base / 2 + np.array([30.0, -30.0, 20.0, -20.0, 10.0, -10.0])
+    low, high = recovered_interval(arm(base), arm(noisy), "signflip", 0)
+    assert low < 0.5 < high
+    assert recovered_interval(arm(base[:1]), arm(base[:1]), "signflip", 0) is None

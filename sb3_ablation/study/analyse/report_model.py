@@ -389,6 +389,7 @@ class TunedComparison:
     :param own: against td3, each with its own tuned hyperparameters (``None``: not run yet)
     :param recovered: ``1 - own.effect / default.effect`` (NaN: undefined, see ``recovered_note``)
     :param recovered_note: why it is undefined, or ""
+    :param recovered_ci: the 95% percentile bootstrap interval of ``recovered`` over seeds (``None``: undefined)
     """
 
     variant: str
@@ -396,6 +397,7 @@ class TunedComparison:
     own: Comparison | None
     recovered: float
     recovered_note: str = ""
+    recovered_ci: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

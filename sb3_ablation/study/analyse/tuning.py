@@ -9,8 +9,9 @@ Per env and variant, on the plan's primary outcome:
   :func:`~sb3_ablation.study.analyse.analysis.build_model` under the same plan: its paired test, margins and one
   family-wise alpha per env; "is the component still needed when the rest is re-tuned for its absence?");
 - **recovered by re-tuning**: ``1 - Δ_own / Δ_TD3's``, the share of the effect that re-tuning closes. A ratio of two
-  estimates, without an interval; undefined when ``Δ_TD3's`` is 0 or its verdict is not ``differs`` (there is no
-  effect to recover). Above 1: re-tuned, the variant does better than re-tuned TD3; below 0: the gap widened.
+  estimates, with a 95% percentile bootstrap interval over seeds (:func:`recovered_interval`); undefined when
+  ``Δ_TD3's`` is 0 or its verdict is not ``differs`` (there is no effect to recover). Above 1: re-tuned, the variant
+  does better than re-tuned TD3; below 0: the gap widened.
 
 (:mod:`~sb3_ablation.study.render.tuning` renders it.)
 """
@@ -21,10 +22,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from sb3_ablation.study.analyse.analysis import build_model
 from sb3_ablation.study.analyse.family_verdicts import DIFFERS
 from sb3_ablation.study.analyse.inference import Comparison
 from sb3_ablation.study.analyse.outcomes import outcome_spec
+from sb3_ablation.study.analyse.paired_tests import location
 from sb3_ablation.study.analyse.report_model import EnvResult, EnvTuning, TunedComparison, TuningComparison
 from sb3_ablation.study.analyse.results import StudyData, load_study
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
@@ -43,6 +47,34 @@ def recovered_share(default: Comparison | None, own: Comparison | None) -> tuple
     if default.effect == 0 or not (math.isfinite(default.effect) and math.isfinite(own.effect)):
         return math.nan, "undefined: no effect with TD3's hyperparameters"
     return 1.0 - own.effect / default.effect, ""
+
+
+#: bootstrap resamples of the recovered share's interval
+RECOVERED_REPS = 2000
+
+
+def recovered_interval(
+    default: Comparison, own: Comparison, test: str, seed: int, reps: int = RECOVERED_REPS
+) -> tuple[float, float] | None:
+    """
+    The 95% percentile bootstrap interval of ``1 - location(own) / location(default)`` over seeds: the per-seed
+    differences of both arms resampled together where they hold the same number of seeds (the same confirmatory
+    seeds), else each on its own; ``location`` is the plan's test's estimate (Hodges-Lehmann for Wilcoxon).
+
+    :return: ``None`` with fewer than 2 seeds in an arm
+    """
+    d_default, d_own = np.asarray(default.differences), np.asarray(own.differences)
+    if len(d_default) < 2 or len(d_own) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    shares = np.empty(reps)
+    for i in range(reps):
+        pick_default = rng.integers(0, len(d_default), len(d_default))
+        pick_own = pick_default if len(d_own) == len(d_default) else rng.integers(0, len(d_own), len(d_own))
+        base = location(d_default[pick_default], test)
+        shares[i] = 1.0 - location(d_own[pick_own], test) / base if base != 0 else np.nan
+    low, high = np.nanpercentile(shares, [2.5, 97.5])
+    return float(low), float(high)
 
 
 def tuning_comparison(
@@ -81,9 +113,10 @@ def tuning_comparison(
         for variant, default in primary.comparisons.items():
             own = own_comparisons.get(variant)
             recovered, note = recovered_share(default, own)
-            rows.append(TunedComparison(variant, default, own, recovered, note))
+            ci = recovered_interval(default, own, plan.test, seed) if own is not None and math.isfinite(recovered) else None
+            rows.append(TunedComparison(variant, default, own, recovered, note, ci))
         results.append(EnvTuning(e.env, spec.key, spec.name, rows, dict(chosen.get(e.env, {}))))
     return TuningComparison(dict(tuning), tuned_out, results)
 
 
-__all__ = ["EnvTuning", "TunedComparison", "TuningComparison", "recovered_share", "tuning_comparison"]
+__all__ = ["EnvTuning", "TunedComparison", "TuningComparison", "recovered_interval", "recovered_share", "tuning_comparison"]

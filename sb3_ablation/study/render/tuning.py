@@ -81,7 +81,10 @@ def _answer(c: Comparison | None) -> tuple[str, str]:
 
 
 def _recovered(row: TunedComparison) -> str:
-    return f"{row.recovered:.0%}" if math.isfinite(row.recovered) else row.recovered_note or "n/a"
+    if not math.isfinite(row.recovered):
+        return row.recovered_note or "n/a"
+    interval = f" [{row.recovered_ci[0]:.0%}, {row.recovered_ci[1]:.0%}]" if row.recovered_ci else ""
+    return f"{row.recovered:.0%}{interval}"
 
 
 def _env_lines(env: EnvTuning, baseline: str | None) -> list[str]:
@@ -89,7 +92,7 @@ def _env_lines(env: EnvTuning, baseline: str | None) -> list[str]:
         f"**{env.env}**, {env.outcome_name} (Δ = variant - {baseline}):",
         "",
         "| variant | Δ with TD3's hyperparameters [95% CI] | verdict | Δ with its own [95% CI] | verdict "
-        "| recovered by re-tuning |",
+        "| recovered by re-tuning [95% bootstrap CI over seeds] |",
         "|---|---:|:---|---:|:---|---:|",
     ]
     for row in env.comparisons:
@@ -142,4 +145,5 @@ def _row_json(row: TunedComparison) -> dict[str, Any]:
         "own": _comparison_json(row.own),
         "recovered": _number(row.recovered),
         "recovered_note": row.recovered_note,
+        "recovered_ci": None if row.recovered_ci is None else [_number(row.recovered_ci[0]), _number(row.recovered_ci[1])],
     }
