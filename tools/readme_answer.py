@@ -326,7 +326,9 @@ def failure_rule(m: Measured) -> str:
     ``failures.threshold``."""
     rule = dig(m.env_entry, "learning", "did_not_learn")
     if isinstance(rule, dict) and "threshold" in rule:
-        threshold, how = rule.get("threshold"), rule.get("how") or ""
+        fraction = rule.get("learning_fraction")
+        share = f"{fraction:.0%} of" if isinstance(fraction, int | float) else "a declared share of"
+        threshold, how = rule.get("threshold"), f"the measured random return plus {share} the span to the reference"
     else:
         source = m.env_entry.get("failures") or {}
         threshold, how = source.get("threshold"), source.get("threshold_how") or ""
@@ -385,8 +387,37 @@ def paper_sentence(condition: Condition, lead: Measured) -> list[str]:
     looks = dig(lead.env_entry, "outcomes", PRIMARY, "sequential") or {}
     state = ""
     if looks.get("looks"):
-        state = f" This study is at look {looks.get('reached', 0)} of {len(looks['looks'])}; `open` awaits the next."
-    return ["", f"The TD3 paper at 1M steps (its Table 2, removed minus TD3): {'; '.join(rows)}.{state}"] if rows else []
+        reached, planned = looks.get("reached", 0), len(looks["looks"])
+        state = (
+            f" All {planned} looks are done ({looks['looks'][-1]} seeds): the verdicts above are final."
+            if reached >= planned
+            else f" This study is at look {reached} of {planned}; `open` awaits the next."
+        )
+    directions = [
+        f"{v.removeprefix('no_')}: {paper_direction(entry, paper[v] - paper['td3'])}"
+        for v, entry in variants.items()
+        if v in paper
+    ]
+    if not rows:
+        return []
+    return [
+        "",
+        f"The TD3 paper at 1M steps (its Table 2, removed minus TD3): {'; '.join(rows)}.{state} The paper's "
+        f"direction: {'; '.join(directions)} (an interval is not a verdict under the plan's error control).",
+    ]
+
+
+def paper_direction(entry: dict, paper_effect: float) -> str:
+    """Whether a comparison reproduces the direction of the paper's effect: by its verdict, else by its 95% interval
+    (named as such: an interval is not a verdict under the plan's error control)."""
+    effect, ci = entry.get("effect"), entry.get("ci") or [None, None]
+    same = (effect or 0) * paper_effect > 0
+    if entry.get("verdict") == "differs":
+        return "reproduced" if same else "**opposite to the paper** (differs): a finding at this budget"
+    if None not in ci and (ci[0] > 0 or ci[1] < 0):
+        side = "the paper's side" if (ci[0] > 0) == (paper_effect > 0) else "**the other side**"
+        return f"95% interval on {side} of 0, no verdict"
+    return "not detected"
 
 
 def answer() -> str:
@@ -394,13 +425,12 @@ def answer() -> str:
         "One table per task condition (task, budget, hyperparameters), one row per component. Every estimate is the "
         "return of TD3 with the component removed minus full TD3's, on the primary outcome, the mean return over the "
         "final 10% of training: negative means removing it hurts. HL: the Hodges-Lehmann estimate of the Wilcoxon "
-        "signed-rank test, with its exact 95% interval; mean: the mean difference. `unresolved` is not 'no effect'. "
+        "signed-rank test, with its exact 95% CI; mean: the mean difference. `unresolved` is not 'no effect'. "
         "The answer is the study whose plan was declared before its first run, then the one with the most seeds; "
         "the other studies of the same condition are shown beside it, not pooled, with a Kruskal-Wallis test of "
-        "their per-seed differences (unadjusted; p below 0.05: they disagree). A secondary outcome is shown where it "
-        "reaches a verdict the primary does not, or differs in the other direction. Factorial main effects (with "
-        "minus without, averaged over cells that never learn) are not the answer to removing a component from TD3: "
-        "they are in the detail, on this sign convention.",
+        "their per-seed differences (unadjusted; p < 0.05: they disagree). A secondary outcome is shown where its "
+        "verdict or direction disagrees with the primary's. Factorial main effects average "
+        "over cells that never learn: they are in the detail.",
         *(line for condition in CONDITIONS for line in condition_lines(condition)),
         *tuned_lines(),
         *region_lines(),

@@ -177,7 +177,7 @@ def test_the_learning_fields_are_used_where_a_report_has_them(studies):
 
     def learned(data):
         data["envs"]["Pendulum-v1"]["learning"] = {
-            "did_not_learn": {"threshold": -1165.5, "how": "the random policy's return plus 5% of the span"},
+            "did_not_learn": {"threshold": -1165.5, "how": "rule text", "learning_fraction": 0.05},
             "budget": {"td3_mean": -150.0, "fraction": 0.99, "random": -1218.9, "reference": -151.9,
                        "reference_budget": 20000},
             "ceiling": {"at_ceiling": True},
@@ -194,7 +194,7 @@ def test_the_learning_fields_are_used_where_a_report_has_them(studies):
     assert "| 3/20 vs 0/20 (no evidence, exact p adjusted 0.25) |" in row
     heading = text.split("**Pendulum-v1, 20k")[1].split("\n")[0]
     assert "-150.0 (pendulum-sequential) is 99% of the way" in heading and "**At ceiling**" in heading
-    assert "below -1,165.5 (the random policy's return plus 5% of the span)" in heading
+    assert "below -1,165.5 (the measured random return plus 5% of the span to the reference)" in heading
 
 
 def test_the_papers_rows_stand_beside_the_answer():
@@ -205,7 +205,7 @@ def test_the_papers_rows_stand_beside_the_answer():
     lines = docs_results.paper_lines()
     header = next(line for line in lines if line.startswith("| component removed |"))
     assert header.count("paper, Hopper, 1M") == 1 and "Hopper-v5, 300k, the TD3 paper's hyperparameters" in header
-    assert "| delayed_policy_update | -897 | unresolved HL -53 | **open** HL +964 | +58 | unresolved HL -73 |" in lines
+    assert "| delayed_policy_update | -897 | unresolved HL -53 | unresolved HL +757 | +58 | unresolved HL -73 |" in lines
 
 
 def test_a_factorials_learning_region_is_shown_where_its_report_has_it(studies):
