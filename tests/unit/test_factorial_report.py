@@ -5,10 +5,10 @@ sufficient set confirmed by a test (both ways), an interaction's margin on the s
 tables that cannot reach a verdict at their seeds."""
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
+from synthetic_studies import factorial_study as study
 
 from sb3_ablation.study.analyse.effects import confirm_sufficient, smallest_sufficient_set
 from sb3_ablation.study.analyse.factorial import analyse_outcome, attainable_verdicts, study_design
@@ -16,11 +16,10 @@ from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED
 from sb3_ablation.study.analyse.learning import env_learning, factorial_learning
 from sb3_ablation.study.analyse.paired_methods import smallest_p
 from sb3_ablation.study.analyse.report_model import Margin, OutcomeResult
-from sb3_ablation.study.analyse.results import RunCurves, StudyData
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.designs import full_factorial
 from sb3_ablation.study.plan.learning_rules import LearningRules
-from sb3_ablation.study.plan.variants import canonical_name, parse_variant, resolve_variants
+from sb3_ablation.study.plan.variants import canonical_name, parse_variant
 from sb3_ablation.study.render.factorial import learning_json, learning_lines
 from sb3_ablation.study.render.tables import per_cell_heading
 from sb3_ablation.switches import SWITCHES
@@ -28,24 +27,6 @@ from sb3_ablation.switches import SWITCHES
 PLAN = AnalysisPlan(test="wilcoxon", equivalence_test="wilcoxon")
 RULES = LearningRules()
 ENV = "Pendulum-v1"
-
-
-def study(factors, final_return, seeds=10):
-    """A factorial on Pendulum-v1 over ``factors``: each run's final return is ``final_return(switches, seed)``."""
-    variants = [v.name for v in resolve_variants(["factorial:" + ",".join(factors)])]
-    runs = {}
-    for name in variants:
-        switches = parse_variant(name).switches
-        for seed in range(seeds):
-            final = final_return(switches, seed)
-            episode = {"steps": 200, "terminated": False, "states": 0, "q_sum": 0.0, "return_sum": 0.0,
-                       "abs_return_sum": 0.0, "max_abs_reward": 16.3}  # fmt: skip
-            runs.setdefault(name, []).append(RunCurves(
-                seed=seed, timesteps=np.array([0, 20_000]), values={"mean_return": np.array([-1300.0, final])},
-                episode_returns=[np.array([-1300.0]), np.array([final])], value_episodes=[[episode], [episode]],
-            ))  # fmt: skip
-    manifest = {"hyperparams": {ENV: {"ablatable_td3": {"n_timesteps": 20_000, "gamma": 0.98}}}}
-    return StudyData(Path("synthetic"), manifest, [ENV], variants, {ENV: runs})
 
 
 def jitter(switches, seed, scale=0.01):

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from scipy import stats
+from synthetic_studies import factorial_study
 
 from sb3_ablation.study.analyse.budget import budget_progress, ceiling, qualified_verdict
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED, compare_family
@@ -231,26 +232,12 @@ def synthetic_study():
     """A 2^3 on Pendulum-v1 (replay buffer, target networks, clipped double Q), 10 seeds: nothing learns without the
     replay buffer (-1,200, below the rule's -1,165.55); with it the runs end near rl-zoo's -151.9, clipped double Q
     adding exactly 3 in every seed."""
-    from pathlib import Path
 
-    from sb3_ablation.study.analyse.results import StudyData
-    from sb3_ablation.study.plan.variants import parse_variant, resolve_variants
+    def final(switches, seed):
+        learned = -160.0 + seed / 10 + 3 * switches["clipped_double_q"]
+        return learned if switches["replay_buffer"] else -1200.0 - seed
 
-    variants = [v.name for v in resolve_variants(["factorial:replay_buffer,target_networks,clipped_double_q"])]
-    runs = {}
-    for name in variants:
-        switches = parse_variant(name).switches
-        for seed in range(10):
-            learned = -160.0 + seed / 10 + 3 * switches["clipped_double_q"]
-            final = learned if switches["replay_buffer"] else -1200.0 - seed
-            episode = {"steps": 200, "terminated": False, "states": 0, "q_sum": 0.0, "return_sum": 0.0,
-                       "abs_return_sum": 0.0, "max_abs_reward": 16.3}  # fmt: skip
-            runs.setdefault(name, []).append(RunCurves(
-                seed=seed, timesteps=np.array([0, 20_000]), values={"mean_return": np.array([-1300.0, final])},
-                episode_returns=[np.array([-1300.0]), np.array([final])], value_episodes=[[episode], [episode]],
-            ))  # fmt: skip
-    manifest = {"hyperparams": {"Pendulum-v1": {"ablatable_td3": {"n_timesteps": 20_000, "gamma": 0.98}}}}
-    return StudyData(Path("synthetic"), manifest, ["Pendulum-v1"], variants, {"Pendulum-v1": runs})
+    return factorial_study(["replay_buffer", "target_networks", "clipped_double_q"], final)
 
 
 def test_a_task_in_two_parts_and_its_factorial_read_where_td3_learns():

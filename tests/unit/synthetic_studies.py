@@ -1,0 +1,26 @@
+"""Small synthetic studies whose answer is known, shared by the unit tests of the report's analysis."""
+
+from pathlib import Path
+
+import numpy as np
+
+from sb3_ablation.study.analyse.results import RunCurves, StudyData
+from sb3_ablation.study.plan.variants import parse_variant, resolve_variants
+
+
+def factorial_study(factors, final_return, seeds=10, env="Pendulum-v1"):
+    """A factorial on ``env`` over ``factors``: each run's final return is ``final_return(switches, seed)``."""
+    variants = [v.name for v in resolve_variants(["factorial:" + ",".join(factors)])]
+    runs = {}
+    for name in variants:
+        switches = parse_variant(name).switches
+        for seed in range(seeds):
+            final = final_return(switches, seed)
+            episode = {"steps": 200, "terminated": False, "states": 0, "q_sum": 0.0, "return_sum": 0.0,
+                       "abs_return_sum": 0.0, "max_abs_reward": 16.3}  # fmt: skip
+            runs.setdefault(name, []).append(RunCurves(
+                seed=seed, timesteps=np.array([0, 20_000]), values={"mean_return": np.array([-1300.0, final])},
+                episode_returns=[np.array([-1300.0]), np.array([final])], value_episodes=[[episode], [episode]],
+            ))  # fmt: skip
+    manifest = {"hyperparams": {env: {"ablatable_td3": {"n_timesteps": 20_000, "gamma": 0.98}}}}
+    return StudyData(Path("synthetic"), manifest, [env], variants, {env: runs})
