@@ -32,6 +32,7 @@ from sb3_ablation.study.plan.variants import canonical_name
 from sb3_ablation.study.render.figures import OKABE_ITO, save_figure
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.json import comparison_json, number
+from sb3_ablation.study.render.learning import ceiling_json
 from sb3_ablation.study.render.section import Section
 from sb3_ablation.study.render.tables import verdict_cell
 from sb3_ablation.study.store.runs import safe_name
@@ -281,7 +282,6 @@ def learning_json(learning: FactorialLearning, main: dict[str, Comparison] | Non
     """The learning region and the effects where TD3 learns: the factorial section's ``learning`` part of report.json
     (its keys: the module docstring)."""
     region, design = learning.region, learning.design
-    ceiling = learning.ceiling
     factors: dict[str, Any] = {}
     for j, factor in enumerate(design.factors):
         word = design.letters[j]
@@ -323,15 +323,7 @@ def learning_json(learning: FactorialLearning, main: dict[str, Comparison] | Non
             ],
         },
         "conditional_seeds": list(learning.conditional.seeds),
-        "ceiling": None
-        if ceiling is None
-        else {
-            "at_ceiling": ceiling.at_ceiling,
-            "distance": number(ceiling.distance),
-            "lowest": {"variant": ceiling.lowest[0], "mean": number(ceiling.lowest[1])},
-            "spread": number(ceiling.spread),
-            "reference": number(ceiling.reference),
-        },
+        "ceiling": ceiling_json(learning.ceiling),
         "factors": factors,
     }
 

@@ -95,7 +95,7 @@ def _budget_json(budget: BudgetProgress | None) -> dict[str, Any] | None:
     }
 
 
-def _ceiling_json(found: Ceiling | None) -> dict[str, Any] | None:
+def ceiling_json(found: Ceiling | None) -> dict[str, Any] | None:
     if found is None:
         return None
     return {
@@ -147,7 +147,7 @@ def learning_json(learning: EnvLearning, baseline: str | None, alpha: float, tes
             "exact_bound_runs": sum(f.exact_bound for runs in learning.fates.values() for f in runs.values()),
         },
         "budget": _budget_json(learning.budget),
-        "ceiling": _ceiling_json(learning.ceiling),
+        "ceiling": ceiling_json(learning.ceiling),
         "ceiling_fraction": rules.ceiling_fraction,
         "baseline": None if baseline is None or baseline not in learning.fates else _counts(learning.fates[baseline]),
         "variants": variants,

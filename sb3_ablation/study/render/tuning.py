@@ -10,6 +10,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
+from sb3_ablation.study.render.json import number
 from sb3_ablation.study.render.section import Section
 from sb3_ablation.study.render.tables import verdict_cell
 
@@ -119,20 +120,15 @@ def _value(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def _number(value: float) -> float | None:
-    """JSON has no NaN: null."""
-    return float(value) if math.isfinite(value) else None
-
-
 def _comparison_json(c: Comparison | None) -> dict[str, Any] | None:
     if c is None:
         return None
     return {
         "n": c.n,
-        "effect": _number(c.effect),
-        "ci": None if c.ci is None else [_number(c.ci[0]), _number(c.ci[1])],
-        "p_adjusted": _number(c.p_adjusted),
-        "p_equivalence_adjusted": _number(c.p_equivalence_adjusted),
+        "effect": number(c.effect),
+        "ci": None if c.ci is None else [number(c.ci[0]), number(c.ci[1])],
+        "p_adjusted": number(c.p_adjusted),
+        "p_equivalence_adjusted": number(c.p_equivalence_adjusted),
         "verdict": c.verdict,
         "within_margin": c.within_margin,
     }
@@ -143,7 +139,7 @@ def _row_json(row: TunedComparison) -> dict[str, Any]:
         "variant": row.variant,
         "default": _comparison_json(row.default),
         "own": _comparison_json(row.own),
-        "recovered": _number(row.recovered),
+        "recovered": number(row.recovered),
         "recovered_note": row.recovered_note,
-        "recovered_ci": None if row.recovered_ci is None else [_number(row.recovered_ci[0]), _number(row.recovered_ci[1])],
+        "recovered_ci": None if row.recovered_ci is None else [number(row.recovered_ci[0]), number(row.recovered_ci[1])],
     }
