@@ -31,7 +31,7 @@ def main() -> None:
         hyperparams={"learning_starts": 1000, "policy_kwargs": f"dict(net_arch={args.net_arch})"},
     )  # fmt: skip
     variants = config.variant_objects
-    task = {**make_tasks(config, variants, resolve_hyperparams(config, variants))[0], "record": None}
+    task = replace(make_tasks(config, variants, resolve_hyperparams(config, variants))[0], record=None)
     modes = {"one env, episodes in sequence": 1, f"{args.eval_episodes} envs side by side": args.eval_episodes}
     times: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
     for _ in range(args.repeats):

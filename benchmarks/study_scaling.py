@@ -45,7 +45,7 @@ from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.batched.batched_td3 import MIXABLE_SWITCHES
 from sb3_ablation.study.plan.config import StudyConfig, load_config_file, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RunTask
-from sb3_ablation.study.run.batched import _mixing_key, core_group_size
+from sb3_ablation.study.run.batched import core_group_size, mixing_key
 from sb3_ablation.study.run.runner import run_study
 
 
@@ -152,7 +152,7 @@ def compare_groupings(args: argparse.Namespace) -> int:
     default_size = core_group_size(tasks, args.workers)
     classes: dict[str, list[RunTask]] = {}
     for task in tasks:
-        classes.setdefault(_mixing_key(task), []).append(task)
+        classes.setdefault(mixing_key(task), []).append(task)
     overhead = _run_overhead_s()
     print(f"building and evaluating one run (21 evaluations of 10 episodes): {overhead:.2f} s", flush=True)
     groupings: dict[str, dict[str, Any]] = {"per_variant": {"groups": []}, "mixed": {"groups": []}}

@@ -73,7 +73,7 @@ class RunGroup:
     runs: list[RunTask]
 
 
-def _mixing_key(task: RunTask) -> str:
+def mixing_key(task: RunTask) -> str:
     """What the runs of one group share: everything of a task but its variant, seed, record and mixable switches."""
     settings = dataclasses.asdict(task)
     for name in ("variant", "seed", "record", "tensorboard_log", "switches"):
@@ -87,14 +87,14 @@ def make_groups(tasks: list[RunTask]) -> list[RunGroup]:
     """
     The tasks grouped, in order of first appearance, one group per process: by (env, variant) when the tasks have no
     ``group_size`` (a study of a design gets one by default: :func:`default_group_size`); else runs that can share
-    a BatchedTD3 (:func:`_mixing_key`), variants mixed, at most ``group_size`` per group. A run's record does not
+    a BatchedTD3 (:func:`mixing_key`), variants mixed, at most ``group_size`` per group. A run's record does not
     depend on its group.
     """
     if tasks and tasks[0].group_size is not None:
         size = tasks[0].group_size
         mixable: dict[str, list[RunTask]] = defaultdict(list)
         for task in tasks:
-            mixable[_mixing_key(task)].append(task)
+            mixable[mixing_key(task)].append(task)
         chunks = [runs[start : start + size] for runs in mixable.values() for start in range(0, len(runs), size)]
         return [RunGroup(runs[0].env, "+".join(dict.fromkeys(task.variant for task in runs)), runs) for runs in chunks]
     groups: dict[tuple[str, str], list[RunTask]] = defaultdict(list)
@@ -140,7 +140,7 @@ def core_group_size(tasks: list[RunTask], workers: int) -> int:
     :param tasks: every run of the study
     :param workers: the worker processes
     """
-    classes = len({_mixing_key(task) for task in tasks})
+    classes = len({mixing_key(task) for task in tasks})
     return -(-len(tasks) // (classes * max(workers, 1)))
 
 
