@@ -27,7 +27,6 @@ out term by term:
 import argparse
 import ast
 import json
-import platform
 import sys
 import tempfile
 import time
@@ -47,6 +46,7 @@ from sb3_ablation.study.plan.config import StudyConfig, load_config_file, make_t
 from sb3_ablation.study.plan.records import RunTask
 from sb3_ablation.study.run.batched import core_group_size, mixing_key
 from sb3_ablation.study.run.runner import run_study
+from sb3_ablation.throughput.measure import cpu_model_name
 
 
 def runs_per_hour(
@@ -184,7 +184,7 @@ def compare_groupings(args: argparse.Namespace) -> int:
     if args.json:
         result = {
             "command": " ".join(sys.argv), "design": "study_files/pendulum_2x6.yml (2^6 x 10 seeds, 20,000 steps)",
-            "cpu": _cpu_name(), "machine": args.machine_note, "workers": args.workers, "timed_steps": args.steps,
+            "cpu": cpu_model_name(), "machine": args.machine_note, "workers": args.workers, "timed_steps": args.steps,
             "cell_stride": args.cell_stride,
             "model": "per run: learning_starts x warm-up s/agent-step + (n_timesteps - learning_starts) x training "
             "s/agent-step + building and 21 evaluations (timed once); a group costs the sum over its runs; groups "
@@ -199,14 +199,6 @@ def compare_groupings(args: argparse.Namespace) -> int:
         }  # fmt: skip
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     return 0
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            return next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
 
 
 def main() -> int:
@@ -254,7 +246,7 @@ def main() -> int:
             "n_timesteps": args.n_timesteps, "repeats": args.repeats, "net_arch": [64, 64], "env": "Pendulum-v1",
             "runs_per_hour": rates, "median": {label: float(np.median(values)) for label, values in rates.items()},
             "ratio_of_medians": float(ratio), "per_repeat_ratios": per_repeat, "target": target,
-            "cpu": platform.processor() or platform.machine(), "command": " ".join(sys.argv),
+            "cpu": cpu_model_name(), "command": " ".join(sys.argv),
         }  # fmt: skip
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     return 0
