@@ -151,7 +151,7 @@ def analyse_study(
         # the digests and the declared reuse (no search of other study folders: study_provenance(out) does that)
         provenance=study_provenance(out, others=[]),
         engines=engine_check(data, model.envs, baseline, plan),
-        tuning=tuning_comparison(data, model.envs, baseline, plan, reps, seed),
+        tuning=tuning_comparison(data, model.envs, baseline, plan, reps, seed, {e.env: e for e in learning}),
         data=data,
         evaluations=evaluation_rows(out),
     )

@@ -390,6 +390,9 @@ class TunedComparison:
     :param recovered: ``1 - own.effect / default.effect`` (NaN: undefined, see ``recovered_note``)
     :param recovered_note: why it is undefined, or ""
     :param recovered_ci: the 95% percentile bootstrap interval of ``recovered`` over seeds (``None``: undefined)
+    :param default_label: what an ``equivalent`` of ``default`` must carry
+        (:func:`~sb3_ablation.study.analyse.learning.equivalence_label` of the study's runs; ``None``: none)
+    :param own_label: the same of ``own`` (of the runs with each variant's own hyperparameters)
     """
 
     variant: str
@@ -398,6 +401,8 @@ class TunedComparison:
     recovered: float
     recovered_note: str = ""
     recovered_ci: tuple[float, float] | None = None
+    default_label: str | None = None
+    own_label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -409,6 +414,7 @@ class EnvTuning:
     :param comparisons: one per variant other than td3, in the study's order
     :param chosen: variant -> its tuning result as ``study.json`` records it (``hyperparams``, ``value``, ``trial``,
         ``trials``, ...)
+    :param is_return: the outcome is in return units (``at ceiling`` labels only those)
     """
 
     env: str
@@ -416,6 +422,7 @@ class EnvTuning:
     outcome_name: str
     comparisons: list[TunedComparison]
     chosen: dict[str, dict[str, Any]] = field(default_factory=dict)
+    is_return: bool = True
 
 
 @dataclass(frozen=True)

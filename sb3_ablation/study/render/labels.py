@@ -39,7 +39,12 @@ def labels_of(learning: EnvLearning | None, is_return: bool = True) -> dict[str,
     """
     if learning is None:
         return {}
-    return {v: None if label == AT_CEILING and not is_return else label for v, label in learning.labels.items()}
+    return {v: shown_label(label, is_return) for v, label in learning.labels.items()}
+
+
+def shown_label(label: str | None, is_return: bool = True) -> str | None:
+    """A comparison's label as its outcome takes it: ``at ceiling`` only for an outcome in return units."""
+    return None if label == AT_CEILING and not is_return else label
 
 
 def aggregate_labels(learnings: list[EnvLearning], variants: list[str]) -> dict[str, str | None]:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from sb3_ablation.study.analyse.inference import EQUIVALENT
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.json import number
+from sb3_ablation.study.render.labels import qualified_verdict, shown_label
 from sb3_ablation.study.render.section import Section
 from sb3_ablation.study.render.tables import verdict_cell
 
@@ -57,7 +59,7 @@ def tuning_sections(model: ReportModel) -> list[Section]:
         lines += _env_lines(env, baseline)
         json["envs"][env.env] = {
             "outcome": env.outcome_key,
-            "comparisons": [_row_json(row) for row in env.comparisons],
+            "comparisons": [_row_json(row, env.is_return) for row in env.comparisons],
             "chosen": env.chosen,
         }
     return [Section(TITLE, lines, json)]
@@ -70,15 +72,19 @@ def _range(spec: dict[str, Any]) -> str:
     return f"[{spec['low']}, {spec['high']}{scale}]"
 
 
-def _answer(c: Comparison | None) -> tuple[str, str]:
-    """The Δ cell (estimate, the test's interval, n) and the verdict cell (with the adjusted p)."""
+def _answer(c: Comparison | None, label: str | None) -> tuple[str, str]:
+    """The Δ cell (estimate, the test's interval, n) and the verdict cell (with its label and its adjusted p)."""
     if c is None:
         return "—", "not run yet"
     reason = f" ({c.reason})" if c.reason else ""
-    return (
-        f"{fmt(c.effect)} {fmt_ci(c.ci)} (n = {c.n})",
-        f"{verdict_cell(c.verdict, c.within_margin)}{reason}, p {fmt_p(c.p_adjusted)}",
-    )
+    # the p of the claim made: equivalence's for an `equivalent`, no difference's otherwise
+    p = f"equivalence p {fmt_p(c.p_equivalence_adjusted)}" if c.verdict == EQUIVALENT else f"p {fmt_p(c.p_adjusted)}"
+    return f"{fmt(c.effect)} {fmt_ci(c.ci)} (n = {c.n})", f"{verdict_cell(c.verdict, c.within_margin, label)}{reason}, {p}"
+
+
+def _labels(row: TunedComparison, is_return: bool) -> tuple[str | None, str | None]:
+    """The labels of a row's two answers (``at ceiling`` is about the return: not of an outcome in other units)."""
+    return (shown_label(row.default_label, is_return), shown_label(row.own_label, is_return))
 
 
 def _recovered(row: TunedComparison) -> str:
@@ -97,7 +103,8 @@ def _env_lines(env: EnvTuning, baseline: str | None) -> list[str]:
         "|---|---:|:---|---:|:---|---:|",
     ]
     for row in env.comparisons:
-        default, own = _answer(row.default), _answer(row.own)
+        default_label, own_label = _labels(row, env.is_return)
+        default, own = _answer(row.default, default_label), _answer(row.own, own_label)
         lines.append(f"| {row.variant} | {default[0]} | {default[1]} | {own[0]} | {own[1]} | {_recovered(row)} |")
     lines.append("")
     if env.chosen:
@@ -120,9 +127,10 @@ def _value(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def _comparison_json(c: Comparison | None) -> dict[str, Any] | None:
+def _comparison_json(c: Comparison | None, label: str | None) -> dict[str, Any] | None:
     if c is None:
         return None
+    label = label if c.verdict == EQUIVALENT else None
     return {
         "n": c.n,
         "effect": number(c.effect),
@@ -130,15 +138,18 @@ def _comparison_json(c: Comparison | None) -> dict[str, Any] | None:
         "p_adjusted": number(c.p_adjusted),
         "p_equivalence_adjusted": number(c.p_equivalence_adjusted),
         "verdict": c.verdict,
+        "label": label,
+        "qualified_verdict": qualified_verdict(c.verdict, label),
         "within_margin": c.within_margin,
     }
 
 
-def _row_json(row: TunedComparison) -> dict[str, Any]:
+def _row_json(row: TunedComparison, is_return: bool) -> dict[str, Any]:
+    default_label, own_label = _labels(row, is_return)
     return {
         "variant": row.variant,
-        "default": _comparison_json(row.default),
-        "own": _comparison_json(row.own),
+        "default": _comparison_json(row.default, default_label),
+        "own": _comparison_json(row.own, own_label),
         "recovered": number(row.recovered),
         "recovered_note": row.recovered_note,
         "recovered_ci": None if row.recovered_ci is None else [number(row.recovered_ci[0]), number(row.recovered_ci[1])],
