@@ -148,7 +148,7 @@ def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict
         if any(not c.reason.startswith("n =") for c in result.comparisons.values()):
             lines += [table_legend(result, plan), ""]
     lines += [iqm_caption(model.reps, [s.n_runs for s in primary.stats.values()]), ""]
-    lines += failures_table(e.failures, baseline)
+    lines += failures_table(e.failures, baseline, learning.threshold if learning is not None else None)
 
     if len(env_variants) > MAX_CURVES:
         lines += [f"Curves show {baseline} and the {MAX_CURVES - 1} variants that differ most from it.", ""]

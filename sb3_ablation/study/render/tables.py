@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -178,15 +179,30 @@ def _count_cells(count: FailureCount | None) -> list[str]:
     return [rate, "—" if count.p_vs_baseline is None else fmt_p(count.p_vs_baseline)]
 
 
-def failures_table(failures: EnvFailures, baseline: str | None) -> list[str]:
-    """Per variant: runs that did not learn, critics that diverged (each with its exact CI and McNemar p), worst runs."""
+def failures_table(failures: EnvFailures, baseline: str | None, learning_threshold: float | None = None) -> list[str]:
+    """
+    Per variant, by the plan's failure outcome: runs below its threshold, critics beyond its divergence bound (each
+    with its exact CI and McNemar p), worst runs.
+
+    :param learning_threshold: the threshold of the learning rules ('Where TD3 learns'), where the report applies
+        them: said beside the plan's where the two differ, so that a reader does not take one count for the other
+    """
     threshold = "not assessed" if failures.threshold is None else f"final-window return < {fmt(failures.threshold)}"
+    rules = ""
+    if learning_threshold is not None and learning_threshold != failures.threshold:
+        rules = (
+            f" These are the plan's failure outcome, not the learning rules of 'Where TD3 learns' (did not learn: "
+            f"final-window return < {fmt(learning_threshold)}), which its failure rates, the labels and the two-part "
+            "comparisons use."
+        )
+    bound = failures.divergence_bound
+    beyond = "" if bound is None or not math.isfinite(bound) else f" or beyond ±{fmt(bound)}"
     lines = [
-        f"**Failures** (did not learn: {threshold}, {failures.threshold_how}; critic diverged: overestimation not "
-        f"finite or beyond ±{fmt(failures.divergence_bound)}):",
+        f"**Failures, by the plan's failure outcome** (below the plan's threshold: {threshold}, "
+        f"{failures.threshold_how}; critic diverged: overestimation not finite{beyond}).{rules}",
         "",
-        f"| variant | did not learn [95% exact CI] | McNemar p vs {baseline} | critic diverged [95% exact CI] | "
-        f"McNemar p vs {baseline} | mean of the worst 25% runs' return |",
+        f"| variant | below the plan's threshold [95% exact CI] | McNemar p vs {baseline} | critic diverged [95% exact "
+        f"CI] | McNemar p vs {baseline} | mean of the worst 25% runs' return |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for variant, f in failures.variants.items():
