@@ -11,23 +11,25 @@ import pytest
 from scipy import stats
 from synthetic_studies import factorial_study
 
-from sb3_ablation.study.analyse.budget import budget_progress, ceiling, qualified_verdict
+from sb3_ablation.study.analyse.budget import AT_CEILING, budget_progress, ceiling
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED, compare_family
-from sb3_ablation.study.analyse.learning_region import conditional_effects, floor_verdict, learning_region
+from sb3_ablation.study.analyse.learning_region import AT_FLOOR, conditional_effects, floor_verdict, learning_region
 from sb3_ablation.study.analyse.outcomes import outcome_values
 from sb3_ablation.study.analyse.results import RunCurves
 from sb3_ablation.study.analyse.run_fates import critic_value, largest_abs_reward, run_fate, sound_critics
 from sb3_ablation.study.analyse.two_part import (
+    FAILURES_IN_AN_ARM,
     exact_stratified_test,
     factorial_two_part,
     rate,
-    return_verdict,
+    return_label,
     strata,
     two_arm,
 )
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, PlanError
 from sb3_ablation.study.plan.designs import full_factorial, half_fraction
 from sb3_ablation.study.plan.learning_rules import LearningRules, learning_threshold, paper_reference, random_return
+from sb3_ablation.study.render.labels import qualified_verdict
 from sb3_ablation.study.run.overestimation import episode_summary
 from sb3_ablation.switches import SWITCHES
 
@@ -84,9 +86,10 @@ def test_two_arms_fail_apart_and_compare_the_return_where_both_learned():
 def test_no_return_equivalence_where_an_arm_has_failures():
     (equivalent,) = compare_family({"x": np.array([1.0, -1.0] * 5)}, 0.05, 50.0, test="t", equivalence_test="t").values()
     assert equivalent.verdict == EQUIVALENT
-    assert return_verdict(equivalent, rate([False] * 8 + [True] * 2), rate([False] * 10)) == "unresolved (failures in an arm)"
-    assert return_verdict(equivalent, rate([False] * 10), rate([True] + [False] * 9)) == "unresolved (failures in an arm)"
-    assert return_verdict(equivalent, rate([False] * 10), rate([False] * 10)) == EQUIVALENT
+    assert return_label(equivalent, rate([False] * 8 + [True] * 2), rate([False] * 10)) == FAILURES_IN_AN_ARM
+    assert return_label(equivalent, rate([False] * 10), rate([True] + [False] * 9)) == FAILURES_IN_AN_ARM
+    assert return_label(equivalent, rate([False] * 10), rate([False] * 10)) is None
+    assert qualified_verdict(EQUIVALENT, FAILURES_IN_AN_ARM) == "unresolved (failures in an arm)"
 
 
 def synthetic_factorial(seeds=10):
@@ -220,9 +223,9 @@ def test_a_task_is_at_its_ceiling_only_where_every_arm_sits_close_to_the_referen
     assert flag.at_ceiling and flag.distance == pytest.approx(53.35) and flag.lowest == ("no_target_policy_smoothing", -157.5)
     assert not ceiling("Pendulum-v1", {**solved, "no_replay_buffer": -400.0}, rules).at_ceiling
     assert ceiling("NoSuchTask-v0", solved, rules) is None
-    assert qualified_verdict(EQUIVALENT, at_ceiling=flag.at_ceiling) == "equivalent (at ceiling)"
-    assert qualified_verdict(EQUIVALENT, at_floor=True) == "equivalent (at floor)"
-    assert qualified_verdict(UNRESOLVED, at_ceiling=True) == UNRESOLVED
+    assert qualified_verdict(EQUIVALENT, AT_CEILING if flag.at_ceiling else None) == "equivalent (at ceiling)"
+    assert qualified_verdict(EQUIVALENT, AT_FLOOR) == "equivalent (at floor)"
+    assert qualified_verdict(UNRESOLVED, AT_CEILING) == UNRESOLVED
 
 
 # -- a whole task: env_learning and factorial_learning ----------------------------------------------------------------

@@ -5,7 +5,8 @@ policy's return (measured by this package) to the reference at the paper's budge
 
 *Ceiling* (:func:`ceiling`): TD3 and every variant compared end within ``ceiling_fraction`` of that span below the
 reference, and their means within as much of each other: the task is solved at this budget, so an ``equivalent``
-there says the task is too easy, not that TD3 does not need the component. :func:`qualified_verdict` labels it.
+there says the task is too easy, not that TD3 does not need the component: it carries :data:`AT_CEILING`
+(:func:`~sb3_ablation.study.render.labels.qualified_verdict` gives it with the verdict).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sb3_ablation.study.analyse.inference import EQUIVALENT
 from sb3_ablation.study.plan.learning_rules import LearningRules, paper_reference, random_return
 
 AT_CEILING = "at ceiling"
@@ -94,11 +94,3 @@ def ceiling(env: str, means: Mapping[str, float], rules: LearningRules) -> Ceili
     spread = max(finite.values()) - lowest[1]
     at = lowest[1] >= reference[1] - distance and spread <= distance
     return Ceiling(bool(at), distance, lowest, spread, reference[1])
-
-
-def qualified_verdict(verdict: str, at_ceiling: bool = False, at_floor: bool = False) -> str:
-    """``equivalent (at ceiling)`` or ``equivalent (at floor)`` where an equivalence is read there; else ``verdict``."""
-    if verdict != EQUIVALENT:
-        return verdict
-    labels = [label for label, flag in ((AT_CEILING, at_ceiling), ("at floor", at_floor)) if flag]
-    return f"{verdict} ({', '.join(labels)})" if labels else verdict

@@ -18,10 +18,9 @@ from sb3_ablation.study.analyse.budget import (
     Ceiling,
     budget_progress,
     ceiling,
-    qualified_verdict,
 )
 from sb3_ablation.study.analyse.factorial import study_design
-from sb3_ablation.study.analyse.inference import Comparison, holm
+from sb3_ablation.study.analyse.inference import EQUIVALENT, Comparison, holm
 from sb3_ablation.study.analyse.learning_region import (
     AT_FLOOR,
     ConditionalEffects,
@@ -38,7 +37,7 @@ from sb3_ablation.study.analyse.two_part import (
     FactorTwoPart,
     TwoArm,
     factorial_two_part,
-    return_verdict,
+    return_label,
     two_arm,
 )
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
@@ -94,7 +93,7 @@ def equivalence_label(
        nothing.
     2. ``failures in an arm``: either arm has a failed run. A test of the return reads a failed run as one low value
        (one low rank), which it cannot tell from a poor run that learned: the equivalence is withheld
-       (``unresolved (failures in an arm)``, as :func:`~sb3_ablation.study.analyse.two_part.return_verdict` gives
+       (``unresolved (failures in an arm)``, as :func:`~sb3_ablation.study.analyse.two_part.return_label` has it
        it); the failure rates and the return among the runs that learned answer there.
     3. ``at ceiling``: no run failed, and both arms' mean final-window returns sit at the task's ceiling
        (:func:`~sb3_ablation.study.analyse.budget.ceiling` of the two means: within ``ceiling_fraction`` of the span
@@ -176,10 +175,11 @@ class FactorialLearning:
     :param main_verdicts: word -> the main effect's verdict as the report may give it (no ``equivalent`` averaged
         over floor cells, :func:`~sb3_ablation.study.analyse.learning_region.floor_verdict`), where given the main
         effects
-    :param conditional_verdicts: factor -> its conditional effect's verdict as the report may give it: no
-        ``equivalent`` where the region's runs with it on or off include failures
-        (:func:`~sb3_ablation.study.analyse.two_part.return_verdict`), and ``equivalent (at ceiling)`` where the
-        region sits at the task's ceiling (:func:`~sb3_ablation.study.analyse.budget.qualified_verdict`)
+    :param conditional_labels: factor -> what its conditional effect's verdict must carry (``None``: nothing):
+        :data:`~sb3_ablation.study.analyse.two_part.FAILURES_IN_AN_ARM` for an ``equivalent`` where the region's runs
+        with it on or off include failures (:func:`~sb3_ablation.study.analyse.two_part.return_label`), else
+        :data:`~sb3_ablation.study.analyse.budget.AT_CEILING` for an ``equivalent`` where the region sits at the
+        task's ceiling (:func:`~sb3_ablation.study.render.labels.qualified_verdict` gives the verdict with it)
     """
 
     env: str
@@ -191,7 +191,7 @@ class FactorialLearning:
     conditional: ConditionalEffects
     ceiling: Ceiling | None
     main_verdicts: dict[str, str]
-    conditional_verdicts: dict[str, str] = field(default_factory=dict)
+    conditional_labels: dict[str, str | None] = field(default_factory=dict)
 
 
 def factorial_learning(
@@ -223,10 +223,11 @@ def factorial_learning(
     in_region = factorial_two_part(design, returns, failed, plan.alpha, rows=region.rows)
     conditional = conditional_effects(design, returns, seeds, region, plan, margin)
     top = ceiling(env, means, rules)
-    verdicts = {}
+    labels: dict[str, str | None] = {}
     for factor, comparison in conditional.effects.items():
-        verdict = return_verdict(comparison, in_region[factor].on, in_region[factor].off)
-        verdicts[factor] = qualified_verdict(verdict, at_ceiling=top is not None and top.at_ceiling)
+        label = return_label(comparison, in_region[factor].on, in_region[factor].off)
+        at_ceiling = comparison.verdict == EQUIVALENT and top is not None and top.at_ceiling
+        labels[factor] = label or (AT_CEILING if at_ceiling else None)
     return FactorialLearning(
         env,
         design,
@@ -237,5 +238,5 @@ def factorial_learning(
         conditional,
         top,
         {word: floor_verdict(comparison, region) for word, comparison in (main or {}).items()},
-        verdicts,
+        labels,
     )

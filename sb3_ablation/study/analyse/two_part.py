@@ -109,16 +109,17 @@ def two_arm(
 FAILURES_IN_AN_ARM = "failures in an arm"
 
 
-def return_verdict(comparison: Comparison, variant: Rate, baseline: Rate) -> str:
+def return_label(comparison: Comparison, variant: Rate, baseline: Rate) -> str | None:
     """
-    The verdict on the return of all runs as the report may give it: an ``equivalent`` is withheld (``unresolved
-    (failures in an arm)``) where either arm has failed runs, which a test of the return cannot see as such (a rank
-    test reads a failed run as one low rank); the failure rates and the return among the runs that learned
-    (:class:`TwoArm`) answer there. Other verdicts stand.
+    What the verdict on the return of all runs must carry: :data:`FAILURES_IN_AN_ARM` for an ``equivalent`` where
+    either arm has failed runs, which a test of the return cannot see as such (a rank test reads a failed run as one
+    low rank): the report withholds that equivalence (``unresolved (failures in an arm)``,
+    :func:`~sb3_ablation.study.render.labels.qualified_verdict`), and the failure rates and the return among the runs
+    that learned (:class:`TwoArm`) answer there. ``None``: the verdict stands as it is.
     """
     if comparison.verdict == EQUIVALENT and (variant.failed or baseline.failed):
-        return f"unresolved ({FAILURES_IN_AN_ARM})"
-    return comparison.verdict
+        return FAILURES_IN_AN_ARM
+    return None
 
 
 def strata(signs: np.ndarray, factor: int) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -32,6 +32,7 @@ from sb3_ablation.study.plan.variants import canonical_name
 from sb3_ablation.study.render.figures import OKABE_ITO, save_figure
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.json import comparison_json, number
+from sb3_ablation.study.render.labels import qualified_verdict
 from sb3_ablation.study.render.learning import ceiling_json
 from sb3_ablation.study.render.section import Section
 from sb3_ablation.study.render.tables import verdict_cell
@@ -292,7 +293,11 @@ def learning_json(learning: FactorialLearning, main: dict[str, Comparison] | Non
         entry["conditional"] = (
             None
             if c is None
-            else {**comparison_json(c), "estimate": estimate, "verdict_shown": learning.conditional_verdicts.get(factor)}
+            else {
+                **comparison_json(c),
+                "estimate": estimate,
+                "verdict_shown": qualified_verdict(c.verdict, learning.conditional_labels.get(factor)),
+            }
         )
         m = (main or {}).get(word)
         entry["main_effect"] = (
@@ -387,7 +392,7 @@ def learning_lines(
             "|---|---:|---:|---:|:---|",
         ]
         for factor, c in conditional.effects.items():
-            shown = learning.conditional_verdicts.get(factor, c.verdict)
+            shown = qualified_verdict(c.verdict, learning.conditional_labels.get(factor))
             lines.append(
                 f"| {factor} | {fmt(c.effect)} {fmt_ci(c.ci)} | {fmt_p(c.p_raw)} ({fmt_p(c.p_adjusted)}) | "
                 f"{fmt_p(c.p_equivalence)} ({fmt_p(c.p_equivalence_adjusted)}) | "
