@@ -346,14 +346,6 @@ class BatchedTD3(AblatableTD3):
         self._mixed = _MixedSwitches.of(self)
         if not self.agent_streams:  # (a loaded model has the saved streams already)
             self.agent_streams = [AgentStream.from_seed(seed, self.action_space, self.device) for seed in self.agent_seeds()]
-        for stream in self.agent_streams:
-            # each draw of the training step is from agent k's generator, on the tensors' device: a generator's state
-            # does not move between device types (a group saved on a GPU continues there)
-            if stream.torch.device.type != self.device.type:
-                raise ValueError(
-                    f"{type(self).__name__}'s random streams are on {stream.torch.device}, the model on {self.device}: "
-                    f"load it with device='{stream.torch.device.type}'"
-                )
 
     def agent_seeds(self) -> list[int]:
         """Agent k's seed: its env's (``AgentSeededVecEnv``), else ``seed + k`` (seeds drawn from NumPy without a seed)."""
@@ -579,6 +571,14 @@ class BatchedTD3(AblatableTD3):
         it, the env's ``n_timesteps`` in ``zoo_configs/ablatable_td3.yml`` (see :meth:`AblatableTD3.learn`).
         """
         budget, callback, progress_bar = self._learn_arguments(total_timesteps, callback, progress_bar)
+        for stream in self.agent_streams:
+            # each torch draw of training is from agent k's generator, on the tensors' device; a generator's state does
+            # not move between device types: a group loaded on another device than its streams' is evaluated, not trained
+            if stream.torch.device.type != self.device.type:
+                raise ValueError(
+                    f"{type(self).__name__}'s random streams are on {stream.torch.device}, the model on {self.device}: "
+                    f"to train it, load it with device='{stream.torch.device.type}'"
+                )
         return super().learn(
             total_timesteps=budget * self.n_agents,
             callback=callback,

@@ -19,10 +19,12 @@ class DeviceAgentReplayBuffer(AgentReplayBuffer):
     """
     :class:`AgentReplayBuffer` whose batches are gathered on the model's device: the buffer keeps SB3's NumPy storage
     (what SB3's ``save_replay_buffer`` pickles and the study's checkpoints save, unchanged) and a mirror of it as
-    tensors on ``device``. ``add`` copies the K new rows to the mirror (a small copy per env step); ``sample`` draws the
-    indices on the host exactly as :class:`AgentReplayBuffer` does (the agents' NumPy streams: a single run's draws),
-    copies the ``(K, batch_size)`` indices to the device once and gathers every field there, instead of copying the
-    gathered ``(K, batch_size, ...)`` fields at every gradient step. The batches are the same, bit for bit.
+    tensors on ``device`` (the fields a sample reads, dones as those not due to timeouts; as large as the storage,
+    allocated at the first sample). ``add`` copies the K new rows to the mirror (a small copy per env step);
+    ``sample`` draws the indices on the host exactly as :class:`AgentReplayBuffer` does (the agents' NumPy streams: a
+    single run's draws), copies the ``(K, batch_size)`` indices to the device once and gathers every field there,
+    instead of copying the gathered ``(K, batch_size, ...)`` fields at every gradient step. The batches are the same,
+    bit for bit.
 
     The mirror is rebuilt from the storage, in full, at the next ``sample`` whenever it may be stale: a fresh buffer,
     a write position the mirror has not followed (the storage written by other means than ``add``: a checkpoint
@@ -91,11 +93,12 @@ class DeviceAgentReplayBuffer(AgentReplayBuffer):
             return self._mirror
         filled = self.buffer_size if self.full else self.pos
         mirror = {}
-        for name, array in self._host_fields(slice(0, self.buffer_size)).items():
+        # (only the filled rows: the others are never sampled, add writes them before a sample can draw them)
+        for name, array in self._host_fields(slice(0, filled)).items():
             source = th.from_numpy(array)
-            mirror[name] = th.empty_like(source, device=self.device)
-            # (the rows after the filled ones are never sampled: add writes them before a sample can draw them)
-            mirror[name][: filled * self.n_envs].copy_(source[: filled * self.n_envs])
+            shape = (self.buffer_size * self.n_envs, *source.shape[1:])
+            mirror[name] = th.empty(shape, dtype=source.dtype, device=self.device)
+            mirror[name][: len(source)].copy_(source)
         self._mirror, self._mirrored_position, self._mirror_device = mirror, position, self.device
         return mirror
 

@@ -3,6 +3,7 @@ weights as the host buffer's, through adds that wrap around, checkpoints and SB3
 
 import gzip
 import pickle
+from types import SimpleNamespace
 from typing import cast
 
 import numpy as np
@@ -197,3 +198,13 @@ def test_a_bad_replay_on_device_is_refused_in_one_line():
     with pytest.raises(ValueError, match=r"replay_on_device is True, False or None .*got 'yes'$") as error:
         mixed_group(replay_on_device="yes")
     assert "\n" not in str(error.value)
+
+
+def test_a_group_whose_random_streams_are_on_another_device_type_is_refused_training_in_one_line():
+    # (a group saved on a GPU and loaded on the CPU: its generators' states are CUDA's, which a CPU generator cannot
+    # continue; a stand-in generator with a CUDA device here, without a GPU)
+    model = mixed_group(replay_on_device=None)
+    model.agent_streams[2].torch = SimpleNamespace(device=th.device("cuda", 0))
+    with pytest.raises(ValueError, match=r"random streams are on cuda:0, the model on cpu: .*device='cuda'$") as error:
+        model.learn(10)
+    assert "\n" not in str(error.value) and model.num_timesteps == 0
