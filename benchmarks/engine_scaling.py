@@ -53,11 +53,12 @@ def _noise() -> NormalActionNoise:
     return NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))
 
 
-def _batched(switches: list[dict[str, bool]], device: str, mixed: bool) -> BatchedTD3:
+def _batched(switches: list[dict[str, bool]], device: str, mixed: bool, replay_on_device: bool | None = None) -> BatchedTD3:
     env = make_vec_env("Pendulum-v1", n_envs=len(switches), seed=0)
+    settings = dict(SETTINGS, seed=0, device=device, action_noise=_noise(), replay_on_device=replay_on_device)
     if mixed:
-        return BatchedTD3("MlpPolicy", env, agent_switches=switches, seed=0, device=device, action_noise=_noise(), **SETTINGS)
-    return BatchedTD3("MlpPolicy", env, seed=0, device=device, action_noise=_noise(), **switches[0], **SETTINGS)
+        return BatchedTD3("MlpPolicy", env, agent_switches=switches, **settings)
+    return BatchedTD3("MlpPolicy", env, **switches[0], **settings)
 
 
 def _timed_learn(model, steps: int) -> float:
@@ -77,16 +78,20 @@ def _timed_learn(model, steps: int) -> float:
     return clock() - started
 
 
-def agent_steps_per_second(n_agents: int, steps: int, device: str, mixed: bool) -> float:
-    """Agent-steps per second of ``n_agents`` agents cycling through CELLS: one mixed group, or per-variant groups."""
+def agent_steps_per_second(n_agents: int, steps: int, device: str, mixed: bool, replay_on_device: bool | None = None) -> float:
+    """
+    Agent-steps per second of ``n_agents`` agents cycling through CELLS: one mixed group, or per-variant groups.
+
+    :param replay_on_device: BatchedTD3's setting (``None``: its default, the batches gathered on a GPU)
+    """
     switches = [CELLS[agent % len(CELLS)] for agent in range(n_agents)]
     if mixed:
-        return n_agents * steps / _timed_learn(_batched(switches, device, mixed=True), steps)
+        return n_agents * steps / _timed_learn(_batched(switches, device, True, replay_on_device), steps)
     elapsed = 0.0
     for cell in CELLS:
         members = [agent_switches for agent_switches in switches if agent_switches == cell]
         if members:
-            elapsed += _timed_learn(_batched(members, device, mixed=False), steps)
+            elapsed += _timed_learn(_batched(members, device, False, replay_on_device), steps)
     return n_agents * steps / elapsed
 
 
@@ -134,9 +139,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--factorial-steps", type=int, help="also time the 2^6 x 10-seed factorial, this many steps")
+    parser.add_argument(
+        "--replay-on-device",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="gather the replay batches on the device (BatchedTD3's replay_on_device; auto: off the CPU)",
+    )
     parser.add_argument("--json", help="write the results to this JSON file")
     parser.add_argument("--machine-note", default="", help="what else ran on the machine (into the JSON)")
     args = parser.parse_args()
+    replay_on_device = {"auto": None, "yes": True, "no": False}[args.replay_on_device]
     if args.device == "cpu":
         th.set_num_threads(1)
     rates: dict[str, dict[str, list[float]]] = {str(k): {"per_variant": [], "mixed": []} for k in args.agents}
@@ -145,7 +157,7 @@ def main() -> None:
         sb3.append(sb3_steps_per_second(args.steps, args.device))
         for n_agents in args.agents:
             for mixed in (False, True):
-                rate = agent_steps_per_second(n_agents, args.steps, args.device, mixed)
+                rate = agent_steps_per_second(n_agents, args.steps, args.device, mixed, replay_on_device)
                 rates[str(n_agents)]["mixed" if mixed else "per_variant"].append(rate)
     result: dict = {
         "command": " ".join(sys.argv),
@@ -155,6 +167,7 @@ def main() -> None:
         "threads": th.get_num_threads(),
         "torch": th.__version__,
         "steps": args.steps,
+        "replay_on_device": args.replay_on_device,
         "repeats": args.repeats,
         "sb3_td3_steps_per_s": _summary(sb3),
         "agent_steps_per_s": {},

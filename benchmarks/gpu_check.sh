@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The batched engine's GPU check, under 10 minutes of GPU time: install from wheels carried to the machine (no
 # network there), run the CUDA tests (the group-invariance tests on CUDA included: a run alone == in a group of three,
-# and deterministic, Gaussian, delayed and undelayed agents in one mixed group == their per-variant groups), then the
-# engine's scaling benchmark on CUDA, whose JSON is written to ${OUT:-.}/engine_scaling_cuda.json (commit it as
-# benchmarks/results/engine_scaling_cuda.json; it is written before the factorial's timing, then again with it).
+# deterministic, Gaussian, delayed and undelayed agents in one mixed group == their per-variant groups, and the replay
+# batches gathered on the GPU == gathered on the host), then the engine's scaling benchmark on CUDA, whose JSON is
+# written to ${OUT:-.}/engine_scaling_cuda.json (commit it as benchmarks/results/engine_scaling_cuda.json; it is
+# written before the factorial's timing, then again with it).
 #
 #   WHEELS=/path/to/wheels bash benchmarks/gpu_check.sh
 #
@@ -19,9 +20,10 @@ python3 -m venv /tmp/gpu-check-venv
 /tmp/gpu-check-venv/bin/pip install -q --no-index --find-links "$WHEELS" -c constraints.txt -e ".[test]"
 PY=/tmp/gpu-check-venv/bin/python
 $PY -c "import torch; assert torch.cuda.is_available(), 'no CUDA device visible to torch'; print(torch.__version__)"
-# the CUDA tests: BatchedTD3 on CUDA, a run's record alone == in a group of three, a mixed group == per-variant groups
+# the CUDA tests: BatchedTD3 on CUDA, a run's record alone == in a group of three, a mixed group == per-variant groups,
+# a mixed group's batches gathered on the GPU (its default) == gathered on the host
 timeout 240 $PY -m pytest -q -p no:cacheprovider tests/integration/test_batched_invariance.py \
-    tests/integration/test_batched.py -k "cuda"
+    tests/integration/test_batched.py tests/integration/test_device_buffer.py -k "cuda"
 # agent-steps/s for K = 1, 10, 64, 640 mixed variants, per-variant groups against one mixed group, SB3's TD3 for
 # reference; then the whole 2^6 x 10-seed factorial (2,000 steps per run) in groups of up to 640 (one process)
 timeout 240 $PY benchmarks/engine_scaling.py --device cuda --agents 1 10 64 640 --steps 100 --repeats 2 \

@@ -14,10 +14,12 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise, VectorizedActionNoise
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import MaybeCallback, ReplayBufferSamples, TrainFrequencyUnit
-from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+from stable_baselines3.common.type_aliases import MaybeCallback, TrainFrequencyUnit
+from stable_baselines3.common.vec_env import DummyVecEnv
 from torch.nn import functional as F
 
+from sb3_ablation.batched.buffers import AgentReplayBuffer
+from sb3_ablation.batched.device_buffer import DeviceAgentReplayBuffer
 from sb3_ablation.batched.policies import BatchedTD3Policy
 from sb3_ablation.batched.streams import AgentStream, agent_normal
 from sb3_ablation.common.optim import FlatAdam, FlatParameters
@@ -38,44 +40,6 @@ MIXABLE_SWITCHES = (
     "delayed_policy_update",
     "deterministic_policy",
 )
-
-
-class AgentReplayBuffer(ReplayBuffer):
-    """
-    SB3's ``ReplayBuffer`` with one column per agent (``n_envs`` = K, env k is agent k's): ``sample`` draws ``batch_size``
-    transitions from each agent's own column and returns them agents first, ``(K, batch_size, ...)``. Each agent sees
-    a buffer of ``buffer_size // K`` transitions, as a single-env buffer of that size.
-    """
-
-    def sample(
-        self,
-        batch_size: int,
-        env: VecNormalize | None = None,
-        generators: Sequence[np.random.RandomState] | None = None,
-    ) -> ReplayBufferSamples:
-        """
-        :param generators: agent k's indices are drawn from ``generators[k]`` as a single-env buffer draws them from
-            NumPy's global stream (without: every agent's from the global stream, agent after agent)
-        """
-        upper_bound = self.buffer_size if self.full else self.pos
-        if generators is None:
-            generators = [cast(np.random.RandomState, np.random)] * self.n_envs
-        batch_inds = np.stack([generator.randint(0, upper_bound, size=batch_size) for generator in generators])
-        agents = np.arange(self.n_envs)[:, None]
-
-        def gather(array: np.ndarray) -> np.ndarray:
-            return array[batch_inds, agents]
-
-        data = (
-            self._normalize_obs(gather(self.observations), env),
-            gather(self.actions),
-            self._normalize_obs(gather(self.next_observations), env),
-            # Only dones that are not due to timeouts
-            (gather(self.dones) * (1 - gather(self.timeouts)))[..., None],
-            self._normalize_reward(gather(self.rewards)[..., None], env),
-        )
-        # (flat observations: SB3's normalization returns arrays here, not dicts)
-        return ReplayBufferSamples(*(self.to_torch(cast(np.ndarray, array)) for array in data))
 
 
 @dataclass
@@ -240,6 +204,9 @@ class BatchedTD3(AblatableTD3):
     :param agent_switches: agent k's switches (a mixed group; default: every agent the model's): they may differ in
         :data:`MIXABLE_SWITCHES` (the group's networks then have every component any agent has, and a Gaussian actor
         if any agent has one), the others must equal the model's
+    :param replay_on_device: gather the replay batches on the model's device (:class:`DeviceAgentReplayBuffer`: the
+        storage mirrored there, the batches the same) rather than on the host and copied there at every gradient step;
+        ``None`` (default): where the device is not the CPU
     Other parameters as :class:`AblatableTD3`.
     """
 
@@ -254,9 +221,14 @@ class BatchedTD3(AblatableTD3):
         policy: str | type[BatchedTD3Policy],
         env: Any,
         agent_switches: Sequence[dict[str, bool]] | None = None,
+        replay_on_device: bool | None = None,
         **kwargs: Any,
     ):
         init_setup_model = kwargs.pop("_init_setup_model", True)
+        if replay_on_device is not None and not isinstance(replay_on_device, bool):
+            raise ValueError(
+                f"replay_on_device is True, False or None (where the device is not the CPU), got {replay_on_device!r}"
+            )
         if agent_switches is not None:
             agent_switches = [{**DEFAULTS, **switches} for switches in agent_switches]
             for name in SWITCHES:
@@ -280,7 +252,10 @@ class BatchedTD3(AblatableTD3):
         #: has each component that any agent has)
         self.agent_switches = agent_switches or [dict(self.switches) for _ in range(self.n_agents)]
         self._check_batched_settings(kwargs.get("replay_buffer_class"))
+        # (the class saved with the model: its device form, where the batches are gathered on the device, is chosen
+        # when the buffer is made, see _make_replay_buffer)
         self.replay_buffer_class = AgentReplayBuffer
+        self.replay_on_device = replay_on_device
         # Per-agent counts to SB3's (see "Step counts" above): SB3 counts K steps and K transitions per VecEnv step
         self.learning_starts *= self.n_agents
         if self.switches["replay_buffer"]:
@@ -325,11 +300,33 @@ class BatchedTD3(AblatableTD3):
     @property
     def stochastic_agents(self) -> list[bool] | None:
         """Whether agent k has a Gaussian actor, where the group's agents differ in that (else ``None``)."""
-        stochastic = [not switches["deterministic_policy"] for switches in self.agent_switches]
-        return stochastic if len(set(stochastic)) > 1 else None
+        return self._stochastic_agents
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_element_agents"]  # derived from the flat buffers
+        # derived from the flat buffers and from agent_switches (set up again by _setup_model)
+        return [*super()._excluded_save_params(), "_element_agents", "_stochastic_agents", "_mixed"]
+
+    def _replay_on_device(self) -> bool:
+        """Whether the replay batches are gathered on the model's device (``replay_on_device``, else off the CPU)."""
+        return self.device.type != "cpu" if self.replay_on_device is None else bool(self.replay_on_device)
+
+    def _make_replay_buffer(self) -> ReplayBuffer:
+        """:class:`AgentReplayBuffer`, or its device form :class:`DeviceAgentReplayBuffer` (see ``replay_on_device``)."""
+        return self._placed_buffer(cast(AgentReplayBuffer, super()._make_replay_buffer()))
+
+    def _placed_buffer(self, buffer: AgentReplayBuffer) -> AgentReplayBuffer:
+        """``buffer``'s form that gathers where ``replay_on_device`` says (its storage shared, not copied)."""
+        if self._replay_on_device() and not isinstance(buffer, DeviceAgentReplayBuffer):
+            return DeviceAgentReplayBuffer.of(buffer)
+        if not self._replay_on_device() and isinstance(buffer, DeviceAgentReplayBuffer):
+            return buffer.on_host()
+        return buffer
+
+    def load_replay_buffer(self, path: Any, truncate_last_traj: bool = True) -> None:
+        """SB3's ``load_replay_buffer``; the buffer loaded gathers where ``replay_on_device`` says, whoever saved it."""
+        super().load_replay_buffer(path, truncate_last_traj)
+        if isinstance(self.replay_buffer, AgentReplayBuffer):
+            self.replay_buffer = self._placed_buffer(self.replay_buffer)
 
     def _sb3_policy_class(self) -> type[BasePolicy] | None:
         # K agents' networks stacked: no SB3 policy holds them, the file names BatchedTD3Policy
@@ -341,7 +338,12 @@ class BatchedTD3(AblatableTD3):
         return self.num_timesteps // self.n_agents
 
     def _setup_model(self) -> None:
+        # derived from agent_switches, which do not change (computed here rather than at each step: a loaded model's
+        # switches are the saved ones by now)
+        stochastic = [not switches["deterministic_policy"] for switches in self.agent_switches]
+        self._stochastic_agents = stochastic if len(set(stochastic)) > 1 else None
         super()._setup_model()
+        self._mixed = _MixedSwitches.of(self)
         if not self.agent_streams:  # (a loaded model has the saved streams already)
             self.agent_streams = [AgentStream.from_seed(seed, self.action_space, self.device) for seed in self.agent_seeds()]
 
@@ -436,7 +438,7 @@ class BatchedTD3(AblatableTD3):
         generators = [stream.numpy for stream in self.agent_streams]
         sampled = batch_size if self.switches["replay_buffer"] else 1
         buffer = cast(AgentReplayBuffer, self.replay_buffer)
-        mixed = _MixedSwitches.of(self)
+        mixed = self._mixed
         smoothing_stds = [
             self.target_policy_noise if switches["target_policy_smoothing"] else None for switches in self.agent_switches
         ]
@@ -569,6 +571,14 @@ class BatchedTD3(AblatableTD3):
         it, the env's ``n_timesteps`` in ``zoo_configs/ablatable_td3.yml`` (see :meth:`AblatableTD3.learn`).
         """
         budget, callback, progress_bar = self._learn_arguments(total_timesteps, callback, progress_bar)
+        for stream in self.agent_streams:
+            # each torch draw of training is from agent k's generator, on the tensors' device; a generator's state does
+            # not move between device types: a group loaded on another device than its streams' is evaluated, not trained
+            if stream.torch.device.type != self.device.type:
+                raise ValueError(
+                    f"{type(self).__name__}'s random streams are on {stream.torch.device}, the model on {self.device}: "
+                    f"to train it, load it with device='{stream.torch.device.type}'"
+                )
         return super().learn(
             total_timesteps=budget * self.n_agents,
             callback=callback,

@@ -18,6 +18,12 @@ class AgentStream:
     (replay sampling, exploration noise), PyTorch's global generator on the model's device (target policy smoothing,
     the Gaussian actor's samples) and the model's action space (random actions before ``learning_starts``).
 
+    Where they live. The torch generator is on the model's device, with the tensors it fills: on a GPU, no draw of the
+    training step goes through the host. The NumPy streams stay on the host on purpose, whatever the device: they are
+    the draws SB3 makes in a single run (the replay indices, the exploration noise), which an agent reproduces only
+    with NumPy's own generator; the ``(K, batch_size)`` replay indices are then copied to the device once per step
+    (:class:`~sb3_ablation.batched.device_buffer.DeviceAgentReplayBuffer`).
+
     :param numpy: NumPy's legacy generator (the global stream's algorithm: the same draws from the same state)
     :param torch: PyTorch's generator on the model's device
     :param action_space: a copy of the action space with its own generator

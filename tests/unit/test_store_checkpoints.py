@@ -6,6 +6,7 @@ import pytest
 from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
 
 from sb3_ablation.batched.batched_td3 import AgentReplayBuffer
+from sb3_ablation.batched.device_buffer import DeviceAgentReplayBuffer
 from sb3_ablation.common.buffers import FastReplayBuffer
 from sb3_ablation.study.store.checkpoints import filled_rows, restore_replay_buffer, save_replay_buffer
 
@@ -54,6 +55,7 @@ def assert_same_buffer(a, b):
         (lambda: ReplayBuffer(1000, BOX, ACTIONS, optimize_memory_usage=True, handle_timeout_termination=False), 37),
         (lambda: DictReplayBuffer(1000, gym.spaces.Dict({"a": BOX, "b": ACTIONS}), ACTIONS, n_envs=2), 21),
         (lambda: AgentReplayBuffer(3000, BOX, ACTIONS, n_envs=3), 50),  # a batched group: one column per agent
+        (lambda: DeviceAgentReplayBuffer(3000, BOX, ACTIONS, n_envs=3), 50),  # (its mirror: test_device_buffer.py)
     ],
 )
 def test_a_restored_buffer_is_the_saved_one_bit_for_bit(tmp_path, make, steps):

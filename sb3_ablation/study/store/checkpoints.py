@@ -119,6 +119,17 @@ def filled_rows(buffer: Any) -> int:
     return int(buffer.buffer_size if buffer.full else min(buffer.pos + 1, buffer.buffer_size))
 
 
+def _pickled_state(buffer: Any) -> dict[str, Any]:
+    """
+    The attributes that pickling ``buffer`` saves: its ``__getstate__``'s where it defines one (a buffer's copy of its
+    storage on a device, e.g. ``DeviceAgentReplayBuffer``'s, is not saved: it is rebuilt from the storage), else all.
+    """
+    getstate = getattr(type(buffer), "__getstate__", None)
+    if getstate is None or getstate is getattr(object, "__getstate__", None):
+        return dict(vars(buffer))
+    return dict(getstate(buffer))
+
+
 def save_replay_buffer(buffer: Any, path: str | os.PathLike[str]) -> None:
     """
     Save an SB3 replay buffer's filled rows (:func:`filled_rows`) and its other attributes, pickled and gzip-compressed:
@@ -129,7 +140,7 @@ def save_replay_buffer(buffer: Any, path: str | os.PathLike[str]) -> None:
     """
     rows = filled_rows(buffer)
     storage, attributes = {}, {}
-    for name, value in vars(buffer).items():
+    for name, value in _pickled_state(buffer).items():
         if name in NOT_SAVED:
             continue
         if _is_storage(value, buffer.buffer_size):
