@@ -3,8 +3,8 @@ Agent-steps per second of the batched engine for K agents of mixed variants (Pen
 holding all K (a mixed group, ``--group-size``) against the same K agents in per-variant groups (one BatchedTD3 per
 variant, trained one after another, as the default grouping does), and SB3's TD3 (one agent) as the reference.
 
-The K agents cycle through the 16 cells of the switches an agent may have on its own (clipped_double_q x
-target_networks x target_policy_smoothing x delayed_policy_update). Each setting is timed for ``--steps`` steps of
+The K agents cycle through the 32 cells of the switches an agent may have on its own (clipped_double_q x
+target_networks x target_policy_smoothing x delayed_policy_update x deterministic_policy). Each setting is timed for ``--steps`` steps of
 each agent after its ``learning_starts`` (not timed; on the CPU in process CPU time, one thread, on a GPU in wall
 time), ``--repeats`` times, settings interleaved; the medians, minima and maxima are printed (and written with ``--json``).
 
@@ -42,7 +42,7 @@ from sb3_ablation.batched.batched_td3 import MIXABLE_SWITCHES
 
 LEARNING_STARTS = 100
 SETTINGS = dict(learning_starts=LEARNING_STARTS, batch_size=256, policy_kwargs=dict(net_arch=[64, 64]))
-#: the cells of the mixable switches (2^4 = 16), TD3 first
+#: the cells of the mixable switches (2^5 = 32), TD3 first
 CELLS = [
     dict(zip(MIXABLE_SWITCHES, values, strict=True))
     for values in itertools.product((True, False), repeat=len(MIXABLE_SWITCHES))
