@@ -1,0 +1,153 @@
+"""
+Evaluation time of a batched group of K agents (Pendulum-v1, [64, 64], the study's evaluation: 10 episodes on 10
+envs side by side, each run past the time limit for the overestimation's returns), each agent evaluated on its own
+(one ``predict`` per agent and step) against all agents in lockstep (one call of the group's actor per step,
+``RunGroup(vectorised_evaluation=True)``, the default on CUDA); and how far the two evaluations' returns are apart
+on trained weights.
+
+    OMP_NUM_THREADS=1 python benchmarks/evaluation_scaling.py --agents 10 64 --repeats 3
+    python benchmarks/evaluation_scaling.py --device cuda --agents 10 64 640 --repeats 2 --json "$OUT/x.json"
+
+Timing: a group of K TD3 runs takes ``--steps`` steps (all but the last warm-up) and evaluates at the start and at
+the end; the group's evaluation time is the sum of its records' ``eval_time_s`` (the episodes, and critic 1's values
+on the visited states). Modes and group sizes are interleaved within each repeat, so that machine load hits both
+alike; the median, minimum and maximum over the repeats are printed (and written with ``--json``).
+
+Agreement (``--agreement-seeds``, ``--agreement-steps``): one group of TD3 seeds trained and evaluated both ways (the
+training is the same: an evaluation draws no random number), the evaluations' mean returns compared: the largest
+absolute difference, and how many evaluations are bit-identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch as th
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source checkout without installing
+
+from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
+from sb3_ablation.study.plan.records import RunTask
+from sb3_ablation.study.run.batched import RunGroup, execute_group
+
+MODES = {"per_agent": False, "vectorised": True}
+
+
+def _tasks(n_agents: int, steps: int, device: str, eval_freq: int, learning_starts: int) -> list[RunTask]:
+    config = StudyConfig(
+        envs=["Pendulum-v1"], variants=["td3"], seeds=n_agents, out="unused", n_timesteps=steps, eval_freq=eval_freq,
+        eval_episodes=10, engine="batched", device=device, checkpoint_freq=0, progress=False,
+        hyperparams={"learning_starts": learning_starts, "policy_kwargs": "dict(net_arch=[64, 64])"},
+    )  # fmt: skip
+    variants = config.variant_objects
+    return [
+        dataclasses.replace(task, record=None) for task in make_tasks(config, variants, resolve_hyperparams(config, variants))
+    ]
+
+
+def _group(tasks: list[RunTask], vectorised: bool) -> list[dict[str, Any]]:
+    records = execute_group(RunGroup("Pendulum-v1", "td3", [dataclasses.replace(task) for task in tasks], vectorised))
+    failed = [record["traceback"] for record in records if record["status"] != "ok"]
+    if failed:
+        raise RuntimeError(failed[0])
+    return records
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def timing(agents: list[int], repeats: int, steps: int, device: str) -> dict[str, Any]:
+    """Each group size's evaluation time (s, all agents, 2 evaluations), per mode, over the repeats."""
+    tasks = {n: _tasks(n, steps, device, eval_freq=steps, learning_starts=steps - 1) for n in agents}
+    times: dict[int, dict[str, list[float]]] = {n: {mode: [] for mode in MODES} for n in agents}
+    for repeat in range(repeats):
+        for n in agents:
+            order = list(MODES) if repeat % 2 == 0 else list(reversed(MODES))
+            for mode in order:
+                records = _group(tasks[n], MODES[mode])
+                times[n][mode].append(sum(record["eval_time_s"] for record in records))
+                print(f"  repeat {repeat}, K={n:4d}, {mode:10s}: {times[n][mode][-1]:7.2f} s", flush=True)
+    results = {}
+    for n in agents:
+        per_agent, vectorised = (_summary(times[n][mode]) for mode in MODES)
+        results[str(n)] = {
+            "per_agent_s": per_agent,
+            "vectorised_s": vectorised,
+            "speedup_median": per_agent["median"] / vectorised["median"],
+            "per_agent_runs_s": times[n]["per_agent"],
+            "vectorised_runs_s": times[n]["vectorised"],
+        }
+    return results
+
+
+def agreement(seeds: int, steps: int, device: str) -> dict[str, Any]:
+    """How far the mean returns of the two evaluations of the same trained group are apart."""
+    tasks = _tasks(seeds, steps, device, eval_freq=steps // 10, learning_starts=steps // 10)
+    per_agent, vectorised = (_group(tasks, MODES[mode]) for mode in MODES)
+    differences, identical, total = [], 0, 0
+    for alone, lockstep in zip(per_agent, vectorised, strict=True):
+        assert alone["diagnostics"] == lockstep["diagnostics"], "the training differs"
+        for a, b in zip(alone["evaluations"]["mean_return"], lockstep["evaluations"]["mean_return"], strict=True):
+            differences.append(abs(a - b))
+            identical += a == b
+            total += 1
+    returns = [abs(value) for record in per_agent for value in record["evaluations"]["mean_return"]]
+    return {
+        "seeds": seeds,
+        "steps": steps,
+        "evaluations": total,
+        "bit_identical_evaluations": identical,
+        "max_abs_difference_of_mean_return": max(differences),
+        "median_abs_difference_of_mean_return": statistics.median(differences),
+        "median_abs_mean_return": statistics.median(returns),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agents", type=int, nargs="+", default=[10, 64])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=50, help="steps of each agent in the timing")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--agreement-seeds", type=int, default=5)
+    parser.add_argument("--agreement-steps", type=int, default=2000, help="0: no agreement measure")
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args()
+    th.set_num_threads(1)
+    started = time.time()
+    results: dict[str, Any] = {
+        "benchmark": "evaluation_scaling",
+        "command": " ".join(sys.argv),
+        "device": args.device,
+        "device_name": th.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor(),
+        "torch": th.__version__,
+        "setting": "Pendulum-v1, TD3 [64, 64], 10 episodes on 10 envs per evaluation, 2 evaluations per run",
+        "timing": timing(args.agents, args.repeats, args.steps, args.device),
+    }
+    if args.agreement_steps:
+        results["agreement"] = agreement(args.agreement_seeds, args.agreement_steps, args.device)
+    results["wall_time_s"] = time.time() - started
+    for n, values in results["timing"].items():
+        per_agent, vectorised = values["per_agent_s"], values["vectorised_s"]
+        print(
+            f"K={n:>4}: per agent {per_agent['median']:7.2f} s [{per_agent['min']:.2f}, {per_agent['max']:.2f}], "
+            f"vectorised {vectorised['median']:7.2f} s [{vectorised['min']:.2f}, {vectorised['max']:.2f}], "
+            f"x{values['speedup_median']:.2f}"
+        )
+    if "agreement" in results:
+        print("agreement:", json.dumps(results["agreement"]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
