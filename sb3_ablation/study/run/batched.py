@@ -345,6 +345,15 @@ class AgentEvaluations(BaseCallback):
         for index, loop in loops.items():
             self.evaluators[index].hand_over(loop.episodes, seconds)
 
+    def evaluate_now(self) -> None:
+        """
+        Evaluate every agent that has not failed, now (outside ``learn``: e.g. to time an evaluation), as a hook that
+        finds them due does: agent k's weights copied into run k's model, the episodes in lockstep where vectorised.
+        """
+        self._sync(evaluating=True)
+        self._run_episodes_in_lockstep([True] * len(self.evaluators))
+        self._each("evaluate")
+
     def _on_training_start(self) -> None:
         self._sync(evaluating=True)
         steps = self.batched.agent_timesteps
