@@ -113,6 +113,7 @@ def timing(agents: list[int], repeats: int, device: str, report: Callable[[dict[
             "per_agent_s": per_agent,
             "vectorised_s": vectorised,
             "speedup_median": per_agent["median"] / vectorised["median"],
+            "speedup_per_repeat": [a / b for a, b in zip(times["per_agent"], times["vectorised"], strict=True)],
             "per_agent_runs_s": times["per_agent"],
             "vectorised_runs_s": times["vectorised"],
         }
@@ -149,7 +150,7 @@ def agreement(seeds: int, steps: int, device: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--agents", type=int, nargs="+", default=[10, 64])
+    parser.add_argument("--agents", type=int, nargs="*", default=[10, 64], help="group sizes timed (none: no timing)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--agreement-seeds", type=int, default=5)
