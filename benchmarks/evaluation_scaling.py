@@ -145,6 +145,7 @@ def agreement(seeds: int, steps: int, device: str) -> dict[str, Any]:
         "max_abs_difference_of_mean_return": max(differences),
         "median_abs_difference_of_mean_return": statistics.median(differences),
         "median_abs_mean_return": statistics.median(returns),
+        "final_mean_returns": [record["evaluations"]["mean_return"][-1] for record in per_agent],
     }
 
 
@@ -174,7 +175,7 @@ def main() -> None:
         if args.json:  # (after each group size: a run cut short keeps what it measured)
             Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
 
-    timing(args.agents, args.repeats, args.device, report)
+    results["timing"] = timing(args.agents, args.repeats, args.device, report)
     if args.agreement_steps:
         results["agreement"] = agreement(args.agreement_seeds, args.agreement_steps, args.device)
         report(results["timing"])

@@ -189,3 +189,24 @@ def test_vectorised_evaluation_is_on_by_default_on_cuda_only(tmp_path):
         task.device = "cuda"
     assert RunGroup("Pendulum-v1", "td3", tasks).evaluates_vectorised() == th.cuda.is_available()
     assert not RunGroup("Pendulum-v1", "td3", tasks, vectorised_evaluation=False).evaluates_vectorised()
+
+
+def test_lockstep_episodes_are_each_agents_own_episodes_of_its_seeds():
+    # the same episodes as each agent's run_episodes (counts, lengths, start states: the seeds), the actions those of
+    # the group's actor (equal to the plain model's up to the rounding of its products)
+    th.set_num_threads(1)
+    group = BatchedTD3.from_agents(_agents(), dict(policy="MlpPolicy", **SMALL))
+    seeds = [11, 22, 33]
+    loops = [EpisodeLoop(_eval_env(0), 3, seed=seed, time_limit=20) for seed in seeds]
+    while any(loop.running for loop in loops):
+        actions = agent_deterministic_actions(group, np.stack([loop.observations for loop in loops]))
+        for loop, agent_actions in zip(loops, actions, strict=True):
+            if loop.running:
+                loop.step(agent_actions)
+    for loop, agent, seed in zip(loops, _agents(), seeds, strict=True):
+        expected = run_episodes(agent, _eval_env(0), 3, seed=seed, time_limit=20)
+        assert [len(episode.rewards) for episode in loop.episodes] == [len(episode.rewards) for episode in expected]
+        assert [len(episode.observations) for episode in loop.episodes] == [20, 20, 20]
+        for mine, theirs in zip(loop.episodes, expected, strict=True):
+            assert np.array_equal(mine.observations[0], theirs.observations[0])
+            assert mine.terminated == theirs.terminated
