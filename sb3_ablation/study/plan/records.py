@@ -91,7 +91,9 @@ class RunRecord(RunSettings):
     digests existed); ``status`` (``"ok"`` or ``"failed"``), ``error`` and ``traceback``; ``engine`` and ``group_size``
     (batched engine); ``random_streams`` (batched engine: ``"per_agent"``, each run's random streams its own, so its
     record does not depend on its group; records of the batched engine without it drew from streams shared by the
-    group); ``n_timesteps``; ``overestimation_method``
+    group); ``evaluation`` (batched engine: ``"vectorised"`` where its agents' evaluation episodes ran in lockstep,
+    their actions computed by the group's actor at once, so they may differ from a per-agent evaluation's in the last
+    bits; absent: each agent evaluated on its own model); ``n_timesteps``; ``overestimation_method``
     (:func:`~sb3_ablation.study.run.overestimation.overestimation_method`); ``resumed_from`` (the checkpoint's step);
     ``model`` (the final model's file name next to the record when the study keeps models, else null) and
     ``vecnormalize`` (its VecNormalize statistics' file, when kept); ``evaluations``, ``value_episodes`` and
@@ -109,6 +111,7 @@ class RunRecord(RunSettings):
     engine: str = UNSET
     group_size: int = UNSET
     random_streams: str = UNSET
+    evaluation: str = UNSET
     n_timesteps: int = UNSET
     overestimation_method: dict[str, Any] = UNSET
     resumed_from: int = UNSET

@@ -8,7 +8,9 @@ being built, where the process engine starts learning). An agent's record is the
 size (a function of its configuration and seed). Every agent is evaluated with the study's protocol on its own
 evaluation env (:class:`~sb3_ablation.study.run.evaluation.OverestimationEvalCallback`, on run k's model holding
 agent k's weights), and gets its own record, final model and status: an agent whose evaluation fails (e.g. NaN
-weights) is recorded as failed while the others go on.
+weights) is recorded as failed while the others go on. On a CUDA device the agents' evaluation episodes run in
+lockstep, every agent's actions computed by one call of the group's actor (:class:`AgentEvaluations`; its records
+say ``"evaluation": "vectorised"``).
 
 A group is checkpointed as a run of the process engine is
 (:class:`~sb3_ablation.study.run.checkpointing.RunCheckpointCallback`, every ``checkpoint_freq`` steps of each agent,
@@ -33,16 +35,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
-from stable_baselines3.common.utils import set_random_seed
+from stable_baselines3.common.utils import get_device, set_random_seed
 
 from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.batched.batched_td3 import MIXABLE_SWITCHES
 from sb3_ablation.batched.streams import AgentStream
 from sb3_ablation.study.plan.records import RunTask, failed_record
 from sb3_ablation.study.run.checkpointing import add_checkpointer, try_resume
+from sb3_ablation.study.run.episodes import EpisodeLoop
 from sb3_ablation.study.run.evaluation import OverestimationEvalCallback
 from sb3_ablation.study.run.learning import RunSchedule
 from sb3_ablation.study.run.manager import make_manager
@@ -50,10 +54,13 @@ from sb3_ablation.study.run.recording import finish_record, new_record
 from sb3_ablation.study.run.run_warnings import RunWarnings
 from sb3_ablation.study.store.checkpoints import MODEL_FILE, RunCheckpoints, save_final_model
 from sb3_ablation.study.store.runs import write_run
+from sb3_ablation.td3.policies import GaussianActor
 
 ENGINE = "batched"
 #: the records' ``random_streams``: each agent draws from its own streams (its record does not depend on its group)
 RANDOM_STREAMS = "per_agent"
+#: the records' ``evaluation`` where the agents' evaluation episodes ran in lockstep (absent: each agent's on its own)
+VECTORISED_EVALUATION = "vectorised"
 
 
 @dataclass
@@ -66,11 +73,20 @@ class RunGroup:
     :param env: the env id
     :param variant: the variant's name (a mixed group: its variants' names joined by ``+``)
     :param runs: the runs
+    :param vectorised_evaluation: evaluate the agents in lockstep, their actions computed at once
+        (:class:`AgentEvaluations`); ``None``: on a CUDA device only
     """
 
     env: str
     variant: str
     runs: list[RunTask]
+    vectorised_evaluation: bool | None = None
+
+    def evaluates_vectorised(self) -> bool:
+        """Whether the group's agents are evaluated in lockstep (:attr:`vectorised_evaluation`, resolved)."""
+        if self.vectorised_evaluation is not None:
+            return self.vectorised_evaluation
+        return get_device(self.runs[0].device).type == "cuda"
 
 
 def mixing_key(task: RunTask) -> str:
@@ -161,7 +177,52 @@ def group_checkpoints(tasks: list[RunTask]) -> RunCheckpoints | None:
 
 def failed_group(group: RunGroup, error: str) -> list[dict[str, Any]]:
     """The records of a group that never returned (its worker died)."""
-    return [failed_record(task, error, engine=ENGINE, random_streams=RANDOM_STREAMS) for task in group.runs]
+    entries: dict[str, Any] = dict(engine=ENGINE, random_streams=RANDOM_STREAMS)
+    if group.evaluates_vectorised():
+        entries["evaluation"] = VECTORISED_EVALUATION
+    return [failed_record(task, error, **entries) for task in group.runs]
+
+
+def agent_deterministic_actions(batched: BatchedTD3, observations: np.ndarray) -> np.ndarray:
+    """
+    Each agent's deterministic actions, as ``predict(observations[k], deterministic=True)`` of a plain model holding
+    agent k's weights computes them, for all agents in one call of the group's actor: the observations as a tensor,
+    the actor's forward (a Gaussian actor's deterministic action is the tanh of its mean, for the group's
+    deterministic agents as for its Gaussian ones; computed without building the distribution, whose argument
+    checks would refuse the NaN weights of one agent for all), the actions unscaled to the env's bounds (or clipped
+    to them, unsquashed).
+
+    The group's products are batched over the agents: they round like a plain model's in most layers but not in
+    every one (e.g. a layer with one output), so the actions may differ from ``predict``'s in the last bits. An
+    agent's actions do not depend on the other agents (nor on their observations).
+
+    :param batched: the group's model
+    :param observations: agent k's observations at ``[k]``, shape ``(K, n, *obs_shape)``
+    :return: agent k's actions at ``[k]``, shape ``(K, n, *action_shape)``
+    """
+    policy = batched.policy
+    policy.set_training_mode(False)
+    with th.no_grad():
+        obs_tensor = th.as_tensor(observations, device=policy.device)
+        actor = policy.actor
+        if isinstance(actor, GaussianActor):
+            mean_actions, _ = actor.get_action_dist_params(obs_tensor)
+            action_tensor = th.tanh(mean_actions)
+        else:
+            action_tensor = actor(obs_tensor)
+    action_space = batched.action_space
+    actions = action_tensor.cpu().numpy().reshape((*observations.shape[:2], *action_space.shape))  # type: ignore[misc]
+    if policy.squash_output:
+        return policy.unscale_action(actions)
+    return np.clip(actions, action_space.low, action_space.high)  # type: ignore[attr-defined]
+
+
+def agents_with_finite_actor(batched: BatchedTD3) -> list[bool]:
+    """Whether each agent's actor weights are all finite (every parameter of the group's actor is stacked by agent)."""
+    finite = th.ones(batched.n_agents, dtype=th.bool, device=batched.device)
+    for parameter in batched.actor.parameters():
+        finite &= th.isfinite(parameter.detach()).flatten(1).all(dim=1)
+    return [bool(value) for value in finite.tolist()]
 
 
 class AgentEvaluations(BaseCallback):
@@ -172,14 +233,28 @@ class AgentEvaluations(BaseCallback):
     agent k's weights. A callback that raises marks its agent failed
     (``self.failures[k]``, the error and traceback) and is called no more; the other agents go on.
 
+    Vectorised evaluation (``vectorised``): when the agents are due for an evaluation, their episodes run first, in
+    lockstep: at each step the observations of every agent's evaluation envs, stacked ``(K, n_envs, obs)``, get their
+    actions from one call of the group's actor (:func:`agent_deterministic_actions`), instead of one ``predict`` per
+    agent and step (each a round trip to the device). Each agent's evaluation callback then finishes its evaluation
+    with these episodes (:meth:`OverestimationEvalCallback.hand_over`): critic 1's values on run k's model, the checks,
+    the history, as on its own. An agent whose actor weights are not all finite runs its episodes on its own (its
+    evaluation fails as it does there). The episodes are the same episodes (envs, seeds, episode counts), but the
+    group's actor rounds its products otherwise than a plain model (:func:`agent_deterministic_actions`), so the
+    actions, and through them the returns, may differ from a per-agent evaluation's in the last bits; an agent's
+    record stays a function of its configuration and seed (the same alone and in any group).
+
     :param agents: run k's AblatableTD3 model, one per agent (never trained itself)
     :param evaluators: run k's evaluation callback, one per agent
+    :param vectorised: run the agents' evaluation episodes in lockstep (the runs' evaluation envs must have the same
+        number of envs)
     """
 
-    def __init__(self, agents: list[Any], evaluators: list[OverestimationEvalCallback]):
+    def __init__(self, agents: list[Any], evaluators: list[OverestimationEvalCallback], vectorised: bool = False):
         super().__init__()
         self.agents = agents
         self.evaluators = evaluators
+        self.vectorised = vectorised
         self.failures: list[tuple[str, str] | None] = [None] * len(agents)
         for agent in agents:
             # a callback takes its model's logger at init (the agents are never trained: nothing is logged there)
@@ -215,16 +290,74 @@ class AgentEvaluations(BaseCallback):
             agent.num_timesteps, agent._n_updates = batched.agent_timesteps, batched._n_updates
             agent.training_diagnostics = batched.agent_diagnostics[index]
 
+    def _fail(self, index: int, error: Exception) -> None:
+        self.failures[index] = (f"{type(error).__name__}: {error}", traceback.format_exc())
+
     def _each(self, hook: str, *args: Any) -> None:
         for index, evaluator in enumerate(self.evaluators):
             if self.failures[index] is None:
                 try:
                     getattr(evaluator, hook)(*args)
                 except Exception as error:
-                    self.failures[index] = (f"{type(error).__name__}: {error}", traceback.format_exc())
+                    self._fail(index, error)
+                evaluator.discard_handed_over()
+
+    def _run_episodes_in_lockstep(self, due: list[bool]) -> None:
+        """
+        Run the episodes of the agents ``due`` for an evaluation (and not failed) in lockstep, and hand each agent's
+        over to its evaluation callback; an agent whose episodes raise is marked failed.
+        """
+        if not self.vectorised or not any(due):
+            return
+        started = time.perf_counter()
+        finite = agents_with_finite_actor(self.batched)
+        loops: dict[int, EpisodeLoop] = {}
+        for index, evaluator in enumerate(self.evaluators):
+            if due[index] and self.failures[index] is None and finite[index]:
+                try:
+                    loops[index] = evaluator.episode_loop()
+                except Exception as error:
+                    self._fail(index, error)
+        running = {index: loop for index, loop in loops.items() if loop.running}
+        while running:
+            # (flat Box observations, as BatchedTD3 takes them)
+            current = {index: cast(np.ndarray, loop.observations) for index, loop in running.items()}
+            first = next(iter(current.values()))
+            # the agents not running act on zeros (their actions are dropped; an agent's do not depend on the others')
+            observations = np.zeros((len(self.evaluators), *first.shape), dtype=first.dtype)
+            for index, agent_observations in current.items():
+                if agent_observations.shape != first.shape:
+                    raise ValueError(
+                        f"vectorised evaluation needs evaluation envs of one shape: agent {index}'s observations are "
+                        f"{agent_observations.shape}, another's {first.shape}"
+                    )
+                observations[index] = agent_observations
+            actions = agent_deterministic_actions(self.batched, observations)
+            for index, loop in list(running.items()):
+                try:
+                    loop.step(actions[index].copy())
+                except Exception as error:
+                    self._fail(index, error)
+                    del loops[index]
+                if index not in loops or not loop.running:
+                    del running[index]
+        seconds = (time.perf_counter() - started) / max(len(loops), 1)  # (the lockstep's time, shared by its agents)
+        for index, loop in loops.items():
+            self.evaluators[index].hand_over(loop.episodes, seconds)
+
+    def evaluate_now(self) -> None:
+        """
+        Evaluate every agent that has not failed, now (outside ``learn``: e.g. to time an evaluation), as a hook that
+        finds them due does: agent k's weights copied into run k's model, the episodes in lockstep where vectorised.
+        """
+        self._sync(evaluating=True)
+        self._run_episodes_in_lockstep([True] * len(self.evaluators))
+        self._each("evaluate")
 
     def _on_training_start(self) -> None:
         self._sync(evaluating=True)
+        steps = self.batched.agent_timesteps
+        self._run_episodes_in_lockstep([evaluator.evaluation_due(steps) for evaluator in self.evaluators])
         self._each("on_training_start", self.locals, self.globals)
 
     def _on_rollout_start(self) -> None:
@@ -233,12 +366,15 @@ class AgentEvaluations(BaseCallback):
 
     def _on_step(self) -> bool:
         steps = self.batched.agent_timesteps
-        self._sync(evaluating=any(steps >= evaluator.next_eval for evaluator in self.evaluators))
+        due = [evaluator.evaluation_due(steps) for evaluator in self.evaluators]
+        self._sync(evaluating=any(due))
+        self._run_episodes_in_lockstep(due)
         self._each("on_step")
         return True
 
     def _on_training_end(self) -> None:
         self._sync(evaluating=True)
+        self._run_episodes_in_lockstep([evaluator.final_evaluation_due() for evaluator in self.evaluators])
         self._each("on_training_end")
 
 
@@ -255,14 +391,18 @@ def execute_group(group: RunGroup) -> list[dict[str, Any]]:
     th.set_num_threads(1)  # one thread per group: parallel groups on separate cores
     started = time.time()
     tasks = group.runs
-    records = [new_record(task, engine=ENGINE, group_size=len(tasks), random_streams=RANDOM_STREAMS) for task in tasks]
+    vectorised = group.evaluates_vectorised()
+    entries: dict[str, Any] = dict(engine=ENGINE, group_size=len(tasks), random_streams=RANDOM_STREAMS)
+    if vectorised:
+        entries["evaluation"] = VECTORISED_EVALUATION
+    records = [new_record(task, **entries) for task in tasks]
     checkpoints = group_checkpoints(tasks)
     run_warnings = RunWarnings()
     built: BuiltGroup | None = None
     group_error = None
     try:
         with run_warnings.capture(), contextlib.redirect_stdout(io.StringIO()):
-            built = _build_group(tasks, checkpoints, run_warnings)
+            built = _build_group(tasks, checkpoints, run_warnings, vectorised)
             for record, schedule in zip(records, built.schedules, strict=True):
                 schedule.note_in(record)
                 if built.resumed_from is not None:
@@ -329,8 +469,14 @@ def _shared(hyperparams: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in hyperparams.items() if key not in MIXABLE_SWITCHES}
 
 
-def _build_group(tasks: list[RunTask], checkpoints: RunCheckpoints | None, run_warnings: RunWarnings) -> BuiltGroup:
-    """The batched model of the group, from its last checkpoint when there is one it can resume, else fresh."""
+def _build_group(
+    tasks: list[RunTask], checkpoints: RunCheckpoints | None, run_warnings: RunWarnings, vectorised: bool
+) -> BuiltGroup:
+    """
+    The batched model of the group, from its last checkpoint when there is one it can resume, else fresh.
+
+    :param vectorised: evaluate the agents in lockstep (:class:`AgentEvaluations`)
+    """
 
     latest = checkpoints.latest() if checkpoints is not None else None
     for attempt in (latest, None) if latest is not None else (None,):
@@ -355,7 +501,7 @@ def _build_group(tasks: list[RunTask], checkpoints: RunCheckpoints | None, run_w
             # where the process engine starts learning run k: its random streams from here on are agent k's
             streams.append(AgentStream.of_process(model.action_space, model.device))
         fresh = BatchedTD3.from_agents(agents, managers[0]._hyperparams, streams)
-        evaluations = AgentEvaluations(agents, evaluators)
+        evaluations = AgentEvaluations(agents, evaluators, vectorised)
         checkpointer, episodes = add_checkpointer(
             fresh, tasks[0], checkpoints, str(managers[0].env_name), evaluations, run_warnings
         )

@@ -15,7 +15,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import ContinuousCritic
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, is_vecenv_wrapped, sync_envs_normalization
 
-from sb3_ablation.study.run.episodes import evaluation_seed, run_episodes
+from sb3_ablation.study.run.episodes import EpisodeLoop, EvalEpisode, evaluation_seed, run_episodes
 from sb3_ablation.study.run.overestimation import ReturnPastTimeLimit, episode_summary, measure_from_episodes
 
 #: the keys of ``history``, in the order of a record's ``evaluations``
@@ -68,6 +68,11 @@ class OverestimationEvalCallback(BaseCallback):
     per diagnostic ever logged (``None`` where a window had no training). Non-finite returns, Q-values or network
     weights raise :class:`TrainingDivergedError`.
 
+    The episodes of an evaluation may come from elsewhere: :meth:`evaluate` takes them, and a caller that runs them
+    itself (the batched engine, which computes all its agents' actions at once) drives :meth:`episode_loop` and
+    hands them over (:meth:`hand_over`) for the evaluation that the next hook runs (:meth:`evaluation_due`,
+    :meth:`final_evaluation_due`).
+
     :param eval_env: the evaluation env (wrapped in ``Monitor`` so episode returns are the env's own; each env wrapped
         last in ``ReturnPastTimeLimit`` for the returns past the time limit)
     :param eval_freq: evaluate every this many environment steps
@@ -97,6 +102,8 @@ class OverestimationEvalCallback(BaseCallback):
         # diagnostics of the train() calls since the last evaluation, one value per call that computed it
         self._window: dict[str, list[float]] = {}
         self._seen_updates: int | None = None
+        # the next evaluation's episodes run by a caller, and its time running them (see hand_over)
+        self._handed_over: tuple[list[EvalEpisode], float] | None = None
 
     # -- state that a checkpoint carries ------------------------------------------------------------------------------
 
@@ -133,11 +140,19 @@ class OverestimationEvalCallback(BaseCallback):
 
     def _on_training_end(self) -> None:
         self.collect_diagnostics()
-        if not self.history["timesteps"] or self.history["timesteps"][-1] != self.num_timesteps:
+        if self.final_evaluation_due():
             self.evaluate()
 
+    def evaluation_due(self, num_timesteps: int) -> bool:
+        """Whether ``on_training_start`` or ``on_step`` evaluates when the model is at ``num_timesteps`` steps."""
+        return num_timesteps >= self.next_eval
+
+    def final_evaluation_due(self) -> bool:
+        """Whether ``on_training_end`` evaluates (the last step was not evaluated)."""
+        return not self.history["timesteps"] or self.history["timesteps"][-1] != self.num_timesteps
+
     def _maybe_evaluate(self) -> None:
-        if self.num_timesteps >= self.next_eval:
+        if self.evaluation_due(self.num_timesteps):
             self.evaluate()
             while self.next_eval <= self.num_timesteps:
                 self.next_eval += self.eval_freq
@@ -172,15 +187,48 @@ class OverestimationEvalCallback(BaseCallback):
         """The model evaluated, as the actor-critic model (a TD3 or DDPG) it is."""
         return cast(ActorCriticModel, self.model)
 
-    def evaluate(self) -> dict[str, Any]:
-        """Run one evaluation now and append it to the history."""
-        started = time.perf_counter()
-        model = self.model
-        if model.get_vec_normalize_env() is not None:
+    def _sync_normalization(self) -> None:
+        if self.model.get_vec_normalize_env() is not None:
             # same observation statistics as training (as SB3's EvalCallback does)
             sync_envs_normalization(self.training_env, self.eval_env)
-        evaluated, limit = len(self.history["timesteps"]), self.time_limit
-        episodes = run_episodes(model, self.eval_env, self.n_eval_episodes, evaluation_seed(self.seed, evaluated), limit)
+
+    def _next_seed(self) -> int:
+        return evaluation_seed(self.seed, len(self.history["timesteps"]))
+
+    def episode_loop(self) -> EpisodeLoop:
+        """
+        The episodes of the next evaluation, for a caller that supplies the actions (the deterministic policy's, as
+        ``predict(..., deterministic=True)`` gives them): its env seeded and reset as :meth:`evaluate` does.
+        """
+        self._sync_normalization()
+        return EpisodeLoop(self.eval_env, self.n_eval_episodes, self._next_seed(), self.time_limit)
+
+    def hand_over(self, episodes: list[EvalEpisode], seconds: float) -> None:
+        """
+        Give the next evaluation its episodes, run by the caller (:meth:`episode_loop`) in ``seconds`` (counted in
+        ``eval_time_s``): the next hook that evaluates uses them instead of running its own.
+        """
+        self._handed_over = (episodes, seconds)
+
+    def discard_handed_over(self) -> None:
+        """Drop episodes handed over that no evaluation used."""
+        self._handed_over = None
+
+    def evaluate(self, episodes: list[EvalEpisode] | None = None) -> dict[str, Any]:
+        """
+        Run one evaluation now and append it to the history.
+
+        :param episodes: the evaluation's episodes, run by the caller (:meth:`episode_loop`); default: those handed
+            over (:meth:`hand_over`), else run here with the model's ``predict``
+        """
+        started = time.perf_counter()
+        if episodes is None and self._handed_over is not None:
+            episodes, seconds = self._handed_over
+            self.eval_time_s += seconds
+        self._handed_over = None
+        if episodes is None:
+            self._sync_normalization()
+            episodes = run_episodes(self.model, self.eval_env, self.n_eval_episodes, self._next_seed(), self.time_limit)
         episode_returns = [episode.final_score for episode in episodes]
         mean_return = float(np.mean(episode_returns))
         q_values = self._critic_1(
