@@ -4,9 +4,10 @@ holding all K (a mixed group, ``--group-size``) against the same K agents in per
 variant, trained one after another, as the default grouping does), and SB3's TD3 (one agent) as the reference.
 
 The K agents cycle through the 32 cells of the switches an agent may have on its own (clipped_double_q x
-target_networks x target_policy_smoothing x delayed_policy_update x deterministic_policy). Each setting is timed for ``--steps`` steps of
-each agent after its ``learning_starts`` (not timed; on the CPU in process CPU time, one thread, on a GPU in wall
-time), ``--repeats`` times, settings interleaved; the medians, minima and maxima are printed (and written with ``--json``).
+target_networks x target_policy_smoothing x delayed_policy_update x deterministic_policy). Each setting is timed
+for ``--steps`` steps of each agent after its ``learning_starts`` (not timed; on the CPU in process CPU time, one
+thread, on a GPU in wall time), ``--repeats`` times, settings interleaved; the medians, minima and maxima are printed
+(and written with ``--json``).
 
     OMP_NUM_THREADS=1 python benchmarks/engine_scaling.py --agents 1 10 64 --steps 100 --repeats 3 \
         --json benchmarks/results/engine_scaling_cpu.json

@@ -552,7 +552,7 @@ def evaluate_study(scenario: StudyScenario, n: int, reps: int, seed: int, index:
     if scenario.design == "family":
         variants, baseline = family_runs(scenario, rng, reps, n)
         d = variants - baseline
-        # two_part.return_verdict withholds an equivalence where either arm has a failed run
+        # two_part.return_label withholds an equivalence where either arm has a failed run
         failures = _failed(scenario, variants).any(axis=2) | _failed(scenario, baseline).any(axis=2)
         null = np.ones(FAMILY, dtype=bool)
         for test, equivalence_test in PAIRS:
@@ -773,7 +773,7 @@ def study_markdown(report: dict) -> list[str]:
         *_study_rows(cases, results, pairs, error),
         "",
         "The same errors at or beyond the margin of a leave-one-out family, with an equivalence withheld where either "
-        "arm has a failed run (`two_part.return_verdict`; a run failed as the learning region's rule above):",
+        "arm has a failed run (`two_part.return_label`; a run failed as the learning region's rule above):",
         "",
         *_study_rows(cases, results, pairs, withheld),
         "",
@@ -884,7 +884,7 @@ def _unavailable_note(study: dict, cases: Sequence[StudyScenario]) -> list[str]:
         "with power to call a clean variant equivalent (the defaults: "
         f"{power:.3f} per comparison in the matching null scenario) calls this one equivalent at roughly that power "
         f"times {clean:.2f}, and a family of {FAMILY} such variants has several chances. Withholding an equivalence "
-        "where either arm has a failed run (`two_part.return_verdict`) cannot help, since the samples at fault have "
+        "where either arm has a failed run (`two_part.return_label`) cannot help, since the samples at fault have "
         f"none. So at n = {n} the verdict `equivalent` on the return is unavailable at level alpha for a variant that "
         "may fail rarely (a few percent of seeds); it stands only with the failure outcome beside it, whose exact "
         "interval at n seeds says how rare an unseen failure rate can be, and a report must not read it as "

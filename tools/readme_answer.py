@@ -36,10 +36,11 @@ from report_fields import dig, estimate_name, number, plan_phrase
 from scipy import stats
 
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.analyse.budget import qualified_verdict
+from sb3_ablation.study.analyse.learning_region import AT_FLOOR
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.plan.designs import roman
 from sb3_ablation.study.plan.learning_rules import LearningRules, paper_reference, random_return
+from sb3_ablation.study.render.labels import qualified_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"
@@ -602,7 +603,7 @@ def factorial_lines(folder: str, env: str) -> list[str]:
     floor = bool(floor_cells(study["envs"][env]))
     main = []
     for name, e in section["main_effects"].items():
-        verdict = e.get("verdict_shown") or qualified_verdict(e["verdict"], at_floor=floor)
+        verdict = e.get("verdict_shown") or qualified_verdict(e["verdict"], AT_FLOOR if floor else None)
         shown = f"**{verdict}**" if verdict != "unresolved" else verdict
         main.append(f"{name} {shown} {number(-e['effect'])}")
     lines = [
