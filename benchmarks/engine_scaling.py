@@ -22,8 +22,6 @@ time), meant for a GPU.
 import argparse
 import itertools
 import json
-import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +38,7 @@ from stable_baselines3.common.noise import NormalActionNoise
 
 from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.batched.batched_td3 import MIXABLE_SWITCHES
+from sb3_ablation.throughput.measure import cpu_model_name
 
 LEARNING_STARTS = 100
 SETTINGS = dict(learning_starts=LEARNING_STARTS, batch_size=256, policy_kwargs=dict(net_arch=[64, 64]))
@@ -79,15 +78,26 @@ def _timed_learn(model, steps: int) -> float:
     return clock() - started
 
 
-def agent_steps_per_second(n_agents: int, steps: int, device: str, mixed: bool, replay_on_device: bool | None = None) -> float:
+def agent_steps_per_second(
+    n_agents: int,
+    steps: int,
+    device: str,
+    mixed: bool,
+    replay_on_device: bool | None = None,
+    mixed_group_size: int | None = None,
+) -> float:
     """
-    Agent-steps per second of ``n_agents`` agents cycling through CELLS: one mixed group, or per-variant groups.
+    Agent-steps per second of ``n_agents`` agents cycling through CELLS: mixed groups, or per-variant groups.
 
     :param replay_on_device: BatchedTD3's setting (``None``: its default, the batches gathered on a GPU)
+    :param mixed_group_size: mixed groups of at most this many agents, consecutive ones (``None``: one group of all)
     """
     switches = [CELLS[agent % len(CELLS)] for agent in range(n_agents)]
     if mixed:
-        return n_agents * steps / _timed_learn(_batched(switches, device, True, replay_on_device), steps)
+        size = mixed_group_size or n_agents
+        groups = [switches[start : start + size] for start in range(0, n_agents, size)]
+        elapsed = sum(_timed_learn(_batched(group, device, True, replay_on_device), steps) for group in groups)
+        return n_agents * steps / elapsed
     elapsed = 0.0
     for cell in CELLS:
         members = [agent_switches for agent_switches in switches if agent_switches == cell]
@@ -125,14 +135,6 @@ def _summary(values: list[float]) -> dict[str, float]:
     return {"median": float(np.median(values)), "min": min(values), "max": max(values), "all": values}
 
 
-def _cpu_model() -> str:
-    try:
-        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return platform.processor() or platform.machine()
-    return next((line.split(":", 1)[1].strip() for line in lscpu.splitlines() if line.startswith("Model name")), "")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--agents", type=int, nargs="+", default=[1, 10, 64, 640], help="the values of K")
@@ -146,6 +148,9 @@ def main() -> None:
         default="auto",
         help="gather the replay batches on the device (BatchedTD3's replay_on_device; auto: off the CPU)",
     )
+    parser.add_argument(
+        "--mixed-group-size", type=int, help="mixed groups of at most this many agents (default: one group of all K)"
+    )
     parser.add_argument("--json", help="write the results to this JSON file")
     parser.add_argument("--machine-note", default="", help="what else ran on the machine (into the JSON)")
     args = parser.parse_args()
@@ -158,17 +163,20 @@ def main() -> None:
         sb3.append(sb3_steps_per_second(args.steps, args.device))
         for n_agents in args.agents:
             for mixed in (False, True):
-                rate = agent_steps_per_second(n_agents, args.steps, args.device, mixed, replay_on_device)
+                rate = agent_steps_per_second(
+                    n_agents, args.steps, args.device, mixed, replay_on_device, args.mixed_group_size
+                )
                 rates[str(n_agents)]["mixed" if mixed else "per_variant"].append(rate)
     result: dict = {
         "command": " ".join(sys.argv),
         "device": args.device if args.device == "cpu" else th.cuda.get_device_name(),
-        "cpu": _cpu_model(),
+        "cpu": cpu_model_name(),
         "machine": args.machine_note,
         "threads": th.get_num_threads(),
         "torch": th.__version__,
         "steps": args.steps,
         "replay_on_device": args.replay_on_device,
+        "mixed_group_size": args.mixed_group_size,
         "repeats": args.repeats,
         "sb3_td3_steps_per_s": _summary(sb3),
         "agent_steps_per_s": {},
