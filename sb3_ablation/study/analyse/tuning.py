@@ -47,7 +47,8 @@ def recovered_share(default: Comparison | None, own: Comparison | None) -> tuple
     if default is None or own is None:
         return math.nan, "no comparison"
     if default.verdict != DIFFERS:
-        return math.nan, f"undefined: with TD3's hyperparameters the verdict is {default.verdict}"
+        # (the verdict itself, with its label, stands in the cell beside this one)
+        return math.nan, "undefined: with TD3's hyperparameters the verdict is not differs"
     if default.effect == 0 or not (math.isfinite(default.effect) and math.isfinite(own.effect)):
         return math.nan, "undefined: no effect with TD3's hyperparameters"
     return 1.0 - own.effect / default.effect, ""
