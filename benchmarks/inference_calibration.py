@@ -38,7 +38,7 @@ from sb3_ablation.study.analyse import family_verdicts, paired_methods, paired_t
 from sb3_ablation.study.analyse.effects import per_seed_effects
 from sb3_ablation.study.analyse.family_verdicts import DIFFERS, EQUIVALENT, UNRESOLVED
 from sb3_ablation.study.analyse.inference import compare_family
-from sb3_ablation.study.analyse.learning_region import LearningRegion, conditional_effects, floor_verdict, learning_region
+from sb3_ablation.study.analyse.learning_region import LearningRegion, conditional_effects, floor_label, learning_region
 from sb3_ablation.study.plan import analysis_plan
 from sb3_ablation.study.plan.designs import Design, effect_words, full_factorial, half_fraction
 from sb3_ablation.study.plan.learning_rules import LearningRules
@@ -541,7 +541,7 @@ def evaluate_study(scenario: StudyScenario, n: int, reps: int, seed: int, index:
     A factorial is read as the report reads it: per-seed Yates effects, main effects one family and two-factor
     interactions another; each replication's learning region found by ``learning_region.learning_region`` from its
     failures alone, a main effect's ``equivalent`` withheld where the region is not the whole design
-    (``learning_region.floor_verdict``), and the effects within the region (``conditional_effects``) one family.
+    (``learning_region.floor_label``), and the effects within the region (``conditional_effects``) one family.
 
     :return: pair ``test/equivalence`` -> family -> rates (:func:`_rates`; the families are ``variants`` (a
         leave-one-out family), or ``main`` and ``two`` (a factorial's Yates effects) and ``conditional`` (the effects
@@ -616,13 +616,13 @@ def _check_floor_labels(
     effects: np.ndarray, regions: Sequence[LearningRegion], test: str, equivalence_test: str, margin: float,
     labelled: np.ndarray,
 ) -> None:  # fmt: skip
-    """The main effects' verdicts after ``floor_verdict`` are those counted here (``equivalent`` only in ``labelled``)."""
+    """The main effects' verdicts after ``floor_label`` are those counted here (``equivalent`` only in ``labelled``)."""
     for r, region in enumerate(regions):
         names = [str(j) for j in range(effects.shape[1])]
         found = compare_family(dict(zip(names, effects[r], strict=True)), ALPHA, margin, 0.8, 2, test, 0, equivalence_test)
-        given = [floor_verdict(found[name], region) == EQUIVALENT for name in names]
+        given = [found[name].verdict == EQUIVALENT and floor_label(found[name], region) is None for name in names]
         if given != labelled[r].tolist():
-            raise AssertionError(f"floor-labelled equivalents {labelled[r].tolist()} disagree with floor_verdict's {given}")
+            raise AssertionError(f"floor-labelled equivalents {labelled[r].tolist()} disagree with floor_label's {given}")
 
 
 def study_summary(cases: Sequence[StudyScenario], results: dict, reps: int) -> dict[str, dict]:
@@ -755,11 +755,11 @@ def study_markdown(report: dict) -> list[str]:
         "alone by the package's rule (`learning_region.learning_region`, `region_failure_rate` "
         f"{RULES.region_failure_rate:g}: a run failed below {HOPPER_FLOOR:.0f} for Hopper returns, below "
         f"{NORMAL_FLOOR:g} SD for normal ones); a main effect's `equivalent` is withheld where the region is not the "
-        "whole design (`learning_region.floor_verdict`: it averages over floor cells); *conditional*: each component "
+        "whole design (`learning_region.floor_label`: it averages over floor cells); *conditional*: each component "
         "that varies within the region, its effect there (the mean of the region's cells with it on minus off, per "
         "seed, as `learning_region.conditional_effects`), one family. The null components are the four other than "
         "replay buffer and target networks; one replication per region and pair is also decided by "
-        "`conditional_effects` and `floor_verdict` themselves, and must agree.",
+        "`conditional_effects` and `floor_label` themselves, and must agree.",
         "- Seeds are independent here: a real seed's runs share initial weights, which the paired differences cancel "
         "only in part.",
         "",

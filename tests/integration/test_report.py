@@ -11,11 +11,13 @@ from scipy import stats
 
 from sb3_ablation.common.io import read_json, write_json_atomic
 from sb3_ablation.study import write_report
+from sb3_ablation.study.analyse.learning_region import AVERAGED_OVER_FLOOR
 from sb3_ablation.study.analyse.outcomes import outcome_values
 from sb3_ablation.study.analyse.report import analyse_study
 from sb3_ablation.study.analyse.results import load_study
 from sb3_ablation.study.analyse.statistics import curve_estimates, iqm_per_timestep, min_permutation_p, outcome_statistics
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+from sb3_ablation.study.render.labels import qualified_verdict
 from sb3_ablation.study.render.report import render_report
 from sb3_ablation.study.store.runs import iter_runs, read_run, run_path, write_run
 
@@ -567,7 +569,8 @@ def test_the_model_holds_where_td3_learns_and_each_records_provenance(tmp_path):
     # clipped double Q changes nothing: equivalent as a main effect, which averages over the cells that never learn
     primary = next(o for o in model.factorial[0].outcomes if o.key == "final_window")
     assert primary.result.main["B"].verdict == "equivalent"
-    assert where.main_verdicts == {"A": "differs", "B": "unresolved (at floor)"}
+    assert where.main_labels == {"A": None, "B": AVERAGED_OVER_FLOOR}
+    assert qualified_verdict(primary.result.main["B"].verdict, where.main_labels["B"]) == "unresolved (at floor)"
     assert model.provenance.digest is None and len(model.provenance.runs(BEFORE_DIGESTS)) == 40
 
 

@@ -13,7 +13,13 @@ from synthetic_studies import factorial_study
 
 from sb3_ablation.study.analyse.budget import AT_CEILING, budget_progress, ceiling
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED, compare_family
-from sb3_ablation.study.analyse.learning_region import AT_FLOOR, conditional_effects, floor_verdict, learning_region
+from sb3_ablation.study.analyse.learning_region import (
+    AT_FLOOR,
+    AVERAGED_OVER_FLOOR,
+    conditional_effects,
+    floor_label,
+    learning_region,
+)
 from sb3_ablation.study.analyse.outcomes import outcome_values
 from sb3_ablation.study.analyse.results import RunCurves
 from sb3_ablation.study.analyse.run_fates import critic_value, largest_abs_reward, run_fate, sound_critics
@@ -146,10 +152,11 @@ def test_no_equivalent_for_a_main_effect_that_averages_over_floor_cells():
     # an effect of +/-1 per seed is equivalent within a margin of 50...
     (main,) = compare_family({"x": np.array([1.0, -1.0] * 5)}, 0.05, 50.0, test="t", equivalence_test="t").values()
     assert main.verdict == EQUIVALENT
-    assert floor_verdict(main, region) == "unresolved (at floor)"  # ...but not where it averages over a floor
-    assert floor_verdict(main, learning_region(design, np.zeros_like(failed), RULES)) == EQUIVALENT
+    assert floor_label(main, region) == AVERAGED_OVER_FLOOR  # ...but not where it averages over a floor
+    assert qualified_verdict(main.verdict, floor_label(main, region)) == "unresolved (at floor)"
+    assert floor_label(main, learning_region(design, np.zeros_like(failed), RULES)) is None
     (differs,) = compare_family({"x": np.arange(10.0) + 100}, 0.05, 50.0).values()
-    assert floor_verdict(differs, region) == DIFFERS
+    assert floor_label(differs, region) is None
 
 
 # -- the failure and divergence rules ---------------------------------------------------------------------------------
@@ -264,7 +271,7 @@ def test_a_task_in_two_parts_and_its_factorial_read_where_td3_learns():
     assert set(result.two_part_in_region) == {"target_networks", "clipped_double_q"}
     assert result.conditional.effects["clipped_double_q"].differences == pytest.approx((3.0,) * 10)
     assert result.ceiling.at_ceiling  # every cell with the replay buffer ends within 53.35 of -151.9
-    assert result.main_verdicts == {"A": "unresolved (at floor)"}
+    assert result.main_labels == {"A": AVERAGED_OVER_FLOOR}
 
 
 def test_the_overestimation_is_averaged_only_over_critics_within_what_their_rewards_allow():

@@ -26,7 +26,7 @@ from sb3_ablation.study.analyse.learning_region import (
     ConditionalEffects,
     LearningRegion,
     conditional_effects,
-    floor_verdict,
+    floor_label,
     learning_region,
 )
 from sb3_ablation.study.analyse.outcomes import study_references
@@ -172,8 +172,8 @@ class FactorialLearning:
     :param two_part_in_region: the same within the region
     :param conditional: each component's effect on the final-window return within the region
     :param ceiling: whether the region's cells sit at the task's ceiling (``None``: no reference)
-    :param main_verdicts: word -> the main effect's verdict as the report may give it (no ``equivalent`` averaged
-        over floor cells, :func:`~sb3_ablation.study.analyse.learning_region.floor_verdict`), where given the main
+    :param main_labels: word -> what the main effect's verdict must carry (no ``equivalent`` averaged over floor
+        cells, :func:`~sb3_ablation.study.analyse.learning_region.floor_label`; ``None``: nothing), where given the main
         effects
     :param conditional_labels: factor -> what its conditional effect's verdict must carry (``None``: nothing):
         :data:`~sb3_ablation.study.analyse.two_part.FAILURES_IN_AN_ARM` for an ``equivalent`` where the region's runs
@@ -190,7 +190,7 @@ class FactorialLearning:
     two_part_in_region: dict[str, FactorTwoPart]
     conditional: ConditionalEffects
     ceiling: Ceiling | None
-    main_verdicts: dict[str, str]
+    main_labels: dict[str, str | None]
     conditional_labels: dict[str, str | None] = field(default_factory=dict)
 
 
@@ -237,6 +237,6 @@ def factorial_learning(
         in_region,
         conditional,
         top,
-        {word: floor_verdict(comparison, region) for word, comparison in (main or {}).items()},
+        {word: floor_label(comparison, region) for word, comparison in (main or {}).items()},
         labels,
     )

@@ -10,7 +10,7 @@ fails that often. The *conditional effects* (:func:`conditional_effects`) are th
 within the region: per seed, the mean return of the region's cells with it on minus with it off, tested with the plan's
 paired test and equivalence test in one family.
 
-A main effect whose estimate averages over cells outside the region (:func:`floor_verdict`) keeps its place but never
+A main effect whose estimate averages over cells outside the region (:func:`floor_label`) keeps its place but never
 reads ``equivalent``: it is labelled as averaged over floor cells.
 """
 
@@ -140,11 +140,17 @@ def conditional_effects(
     return ConditionalEffects(region, factors, effects, tuple(s for s, c in zip(seeds, complete, strict=True) if c))
 
 
-def floor_verdict(comparison: Comparison, region: LearningRegion) -> str:
+#: the label of a factorial effect's ``equivalent`` that averages over cells outside the learning region (the report
+#: withholds it: ``unresolved (at floor)``)
+AVERAGED_OVER_FLOOR = "averaged over floor cells"
+
+
+def floor_label(comparison: Comparison, region: LearningRegion) -> str | None:
     """
-    A main effect's verdict as the report may give it: ``equivalent`` becomes ``unresolved (at floor)`` where the
-    effect averages over cells outside the learning region; other verdicts stand.
+    What a main effect's (or an interaction's) verdict must carry: :data:`AVERAGED_OVER_FLOOR` for an ``equivalent``
+    where the effect averages over cells outside the learning region (the report gives ``unresolved (at floor)``,
+    :func:`~sb3_ablation.study.render.labels.qualified_verdict`); ``None``: the verdict stands.
     """
     if comparison.verdict == EQUIVALENT and not region.is_whole_design:
-        return f"unresolved ({AT_FLOOR})"
-    return comparison.verdict
+        return AVERAGED_OVER_FLOOR
+    return None

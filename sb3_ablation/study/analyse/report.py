@@ -25,7 +25,7 @@ from sb3_ablation.study.analyse.engine_check import engine_check
 from sb3_ablation.study.analyse.factorial import analyse_outcome, attainable_verdicts, study_design
 from sb3_ablation.study.analyse.figure_data import env_figures
 from sb3_ablation.study.analyse.learning import EnvLearning, env_learning, factorial_learning
-from sb3_ablation.study.analyse.learning_region import floor_verdict
+from sb3_ablation.study.analyse.learning_region import floor_label
 from sb3_ablation.study.analyse.provenance import study_provenance
 from sb3_ablation.study.analyse.report_model import (
     EnvFactorial,
@@ -92,7 +92,7 @@ def factorial_analyses(
             for o in outcomes:
                 if o.result is not None and where is not None:
                     tested = {**o.result.main, **o.result.two}
-                    o.floor_verdicts = {w: floor_verdict(c, where.region) for w, c in tested.items()}
+                    o.floor_labels = {w: floor_label(c, where.region) for w, c in tested.items()}
         analyses.append(EnvFactorial(e.env, design, outcomes, where))
     return analyses
 

@@ -203,16 +203,17 @@ class FactorialOutcome:
     :param half_normal: the half-normal plot's points (the primary outcome only)
     :param per_cell: which verdicts the outcome's family of per-cell comparisons with the baseline can reach at its
         seeds (``None``: none tested)
-    :param floor_verdicts: word -> the verdict of a main effect or two-factor interaction as the report may give it:
-        no ``equivalent`` for an effect averaged over cells outside the learning region
-        (:func:`~sb3_ablation.study.analyse.learning_region.floor_verdict`; empty: no learning region computed)
+    :param floor_labels: word -> what the verdict of a main effect or two-factor interaction must carry: no
+        ``equivalent`` for an effect averaged over cells outside the learning region
+        (:func:`~sb3_ablation.study.analyse.learning_region.floor_label`; ``None``: nothing; empty: no learning region
+        computed)
     """
 
     key: str
     result: FactorialResult | None
     half_normal: HalfNormalPoints | None = None
     per_cell: Attainable | None = None
-    floor_verdicts: dict[str, str] = field(default_factory=dict)
+    floor_labels: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass

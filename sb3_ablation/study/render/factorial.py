@@ -310,7 +310,7 @@ def learning_json(learning: FactorialLearning, main: dict[str, Comparison] | Non
                 "label": _main_label(learning),
             }
         )
-        entry["main_verdict_label"] = learning.main_verdicts.get(word)
+        entry["main_verdict_label"] = None if m is None else qualified_verdict(m.verdict, learning.main_labels.get(word))
         factors[factor] = entry
     return {
         "seeds": list(learning.seeds),
@@ -420,7 +420,7 @@ def learning_lines(
         label = _main_label(learning)
         entries = []
         for word, c in main.items():
-            shown = learning.main_verdicts.get(word, c.verdict)
+            shown = qualified_verdict(c.verdict, learning.main_labels.get(word))
             entries.append(
                 f"{design.factors[design.letters.index(word)]} {fmt(c.effect)} `{shown}`"
                 + (f" (the test alone: `{c.verdict}`)" if shown != c.verdict else "")
@@ -494,6 +494,10 @@ def factorial_sections(model: ReportModel) -> list[Section]:
             if result is None:
                 lines += [f"**{outcome.outcome.name}**: fewer than 2 seeds with a run in every cell; no estimate.", ""]
                 continue
+            # the verdicts as the report gives them, where a learning region was found (its floor labels)
+            labels = factorial.floor_labels
+            tested = {**result.main, **result.two}
+            shown = {w: qualified_verdict(c.verdict, labels.get(w)) for w, c in tested.items()} if labels else {}
             lines += [
                 f"### {outcome.outcome.name}" + (" (primary)" if outcome.primary else ""),
                 "",
@@ -509,12 +513,12 @@ def factorial_sections(model: ReportModel) -> list[Section]:
                 f"most {fmt(result.margin)})."
                 + (
                     " Effects averaged over floor cells (outside the learning region) are not read as `equivalent`."
-                    if factorial.floor_verdicts and analysis.learning and not analysis.learning.region.is_whole_design
+                    if factorial.floor_labels and analysis.learning and not analysis.learning.region.is_whole_design
                     else ""
                 ),
                 "",
-                *_table(result, result.main, "main effect (component on - removed)", factorial.floor_verdicts),
-                *_table(result, result.two, "two-factor interaction", factorial.floor_verdicts),
+                *_table(result, result.main, "main effect (component on - removed)", shown),
+                *_table(result, result.two, "two-factor interaction", shown),
             ]
             if result.three and not design.generators:
                 top = sorted(result.three.items(), key=lambda item: -abs(item[1]))[:5]
@@ -530,6 +534,6 @@ def factorial_sections(model: ReportModel) -> list[Section]:
             figure = f"{name}_factorial_{outcome.outcome.key}.png"
             figures[figure] = partial(plot_interactions, result, outcome.outcome.short, f"{env}: {outcome.outcome.short}")
             lines += [f"![interaction plots](figures/{figure})", ""]
-            json["outcomes"][outcome.outcome.key] = _result_json(result, factorial.floor_verdicts)
+            json["outcomes"][outcome.outcome.key] = _result_json(result, shown)
         sections.append(Section(f"{env}: factorial analysis", lines, json, figures))
     return sections

@@ -1,6 +1,8 @@
 """How the report gives a verdict (every table, sentence and JSON field): an ``equivalent`` carries the label of
 :func:`~sb3_ablation.study.analyse.learning.equivalence_label` (``equivalent (at floor)``, ``equivalent (at ceiling)``),
-and one where an arm has failures the return test cannot see is withheld (``unresolved (failures in an arm)``)."""
+one where an arm has failures the return test cannot see is withheld (``unresolved (failures in an arm)``), and so is
+a factorial effect's averaged over floor cells (``unresolved (at floor)``,
+:func:`~sb3_ablation.study.analyse.learning_region.floor_label`)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from sb3_ablation.study.analyse.budget import AT_CEILING
 from sb3_ablation.study.analyse.inference import EQUIVALENT
+from sb3_ablation.study.analyse.learning_region import AT_FLOOR, AVERAGED_OVER_FLOOR
 from sb3_ablation.study.analyse.two_part import FAILURES_IN_AN_ARM
 
 if TYPE_CHECKING:
@@ -17,15 +20,19 @@ if TYPE_CHECKING:
 def qualified_verdict(verdict: str, label: str | None) -> str:
     """
     A verdict as the report gives it (module docstring): ``equivalent`` with its label, or withheld where an arm has
-    failures; every other verdict, and an ``equivalent`` without a label, as it is.
+    failures or a factorial effect averages over floor cells; every other verdict, and an ``equivalent`` without a
+    label, as it is.
 
     :param verdict: the comparison's verdict
-    :param label: :attr:`~sb3_ablation.study.analyse.learning.EnvLearning.labels` of the variant (``None``: none)
+    :param label: what it carries (:attr:`~sb3_ablation.study.analyse.learning.EnvLearning.labels` of a variant, a
+        factorial effect's label; ``None``: none)
     """
     if verdict != EQUIVALENT or label is None:
         return verdict
     if label == FAILURES_IN_AN_ARM:
         return f"unresolved ({label})"
+    if label == AVERAGED_OVER_FLOOR:
+        return f"unresolved ({AT_FLOOR})"
     return f"{verdict} ({label})"
 
 
