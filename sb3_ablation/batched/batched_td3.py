@@ -510,8 +510,8 @@ class BatchedTD3(AblatableTD3):
             actions, log_std = self.actor(observations), None
         else:
             actions, log_std = self._gaussian_sample(observations, agents=sampling)
-        weights = th.tensor(active, dtype=th.float32, device=self.device)
-        actor_loss = -(self.critic.q1_forward(observations, actions).mean(dim=(1, 2)) * weights).sum()
+        chosen = th.tensor(active, device=self.device)
+        actor_loss = -(self.critic.q1_forward(observations, actions).mean(dim=(1, 2)) * chosen.float()).sum()
         optimizer = self.actor.optimizer
         if not isinstance(optimizer, FlatAdam):
             raise ValueError(f"{type(self).__name__} mixes policy delays with plain Adam only, got {type(optimizer).__name__}")
@@ -526,7 +526,6 @@ class BatchedTD3(AblatableTD3):
                 raise ValueError(f"{type(self).__name__} mixes policy delays without batch normalization only")
             saved = [target.detach().clone() for target in target_params]
             foreach_polyak_update(params, target_params, self.tau)
-            chosen = th.tensor(active, device=self.device)
             with th.no_grad():
                 for online, target, before in zip(params, target_params, saved, strict=True):
                     mask = chosen[self._agents_of(self._flat_parameters_of(online))]

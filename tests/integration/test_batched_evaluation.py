@@ -166,10 +166,10 @@ def _run_failing(out, vectorised: bool) -> list[dict]:
             loop.step = _raise
         return loop
 
-    def breaking_evaluate(self, episodes=None):
+    def breaking_evaluate(self):
         if self.seed == 2 and self.num_timesteps >= 150 and not vectorised:
             _raise()
-        return evaluate(self, episodes)
+        return evaluate(self)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(OverestimationEvalCallback, "episode_loop", breaking_loop)

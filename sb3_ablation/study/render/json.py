@@ -23,17 +23,20 @@ def number(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def comparison_json(c: Comparison, s: VariantStats | None = None, label: str | None = None) -> dict[str, Any]:
+def verdict_json(c: Comparison, label: str | None = None) -> dict[str, Any]:
     """
-    One comparison as plain JSON. ``verdict`` is the test's; ``label`` what its ``equivalent`` carries (``at floor``,
-    ``at ceiling``, ``failures in an arm``; null: nothing, or not an ``equivalent``) and ``qualified_verdict`` the
-    verdict as the report gives it (:mod:`~sb3_ablation.study.render.labels`): quote that one.
+    A comparison's verdict as plain JSON. ``verdict`` is the test's; ``label`` what its ``equivalent`` carries (``at
+    floor``, ``at ceiling``, ``failures in an arm``; null: nothing, or not an ``equivalent``) and ``qualified_verdict``
+    the verdict as the report gives it (:mod:`~sb3_ablation.study.render.labels`): quote that one.
     """
     label = label if c.verdict == EQUIVALENT else None
+    return {"verdict": c.verdict, "label": label, "qualified_verdict": qualified_verdict(c.verdict, label)}
+
+
+def comparison_json(c: Comparison, s: VariantStats | None = None, label: str | None = None) -> dict[str, Any]:
+    """One comparison as plain JSON: its verdict (:func:`verdict_json`), estimate, interval, p-values and test."""
     entry = {
-        "verdict": c.verdict,
-        "label": label,
-        "qualified_verdict": qualified_verdict(c.verdict, label),
+        **verdict_json(c, label),
         "test": c.test,
         "reason": c.reason or None,
         "n": c.n,

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.study.analyse.inference import EQUIVALENT
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
-from sb3_ablation.study.render.json import number
-from sb3_ablation.study.render.labels import qualified_verdict, shown_label
+from sb3_ablation.study.render.json import number, verdict_json
+from sb3_ablation.study.render.labels import shown_label
 from sb3_ablation.study.render.section import Section
 from sb3_ablation.study.render.tables import verdict_cell
 
@@ -130,16 +130,13 @@ def _value(value: Any) -> str:
 def _comparison_json(c: Comparison | None, label: str | None) -> dict[str, Any] | None:
     if c is None:
         return None
-    label = label if c.verdict == EQUIVALENT else None
     return {
         "n": c.n,
         "effect": number(c.effect),
         "ci": None if c.ci is None else [number(c.ci[0]), number(c.ci[1])],
         "p_adjusted": number(c.p_adjusted),
         "p_equivalence_adjusted": number(c.p_equivalence_adjusted),
-        "verdict": c.verdict,
-        "label": label,
-        "qualified_verdict": qualified_verdict(c.verdict, label),
+        **verdict_json(c, label),
         "within_margin": c.within_margin,
     }
 

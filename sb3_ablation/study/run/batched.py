@@ -88,6 +88,13 @@ class RunGroup:
             return self.vectorised_evaluation
         return get_device(self.runs[0].device).type == "cuda"
 
+    def record_entries(self) -> dict[str, Any]:
+        """What each record of the group says of how it ran: the engine, its random streams, a vectorised evaluation."""
+        entries: dict[str, Any] = dict(engine=ENGINE, random_streams=RANDOM_STREAMS)
+        if self.evaluates_vectorised():
+            entries["evaluation"] = VECTORISED_EVALUATION
+        return entries
+
 
 def mixing_key(task: RunTask) -> str:
     """What the runs of one group share: everything of a task but its variant, seed, record and mixable switches."""
@@ -177,10 +184,7 @@ def group_checkpoints(tasks: list[RunTask]) -> RunCheckpoints | None:
 
 def failed_group(group: RunGroup, error: str) -> list[dict[str, Any]]:
     """The records of a group that never returned (its worker died)."""
-    entries: dict[str, Any] = dict(engine=ENGINE, random_streams=RANDOM_STREAMS)
-    if group.evaluates_vectorised():
-        entries["evaluation"] = VECTORISED_EVALUATION
-    return [failed_record(task, error, **entries) for task in group.runs]
+    return [failed_record(task, error, **group.record_entries()) for task in group.runs]
 
 
 def agent_deterministic_actions(batched: BatchedTD3, observations: np.ndarray) -> np.ndarray:
@@ -392,10 +396,7 @@ def execute_group(group: RunGroup) -> list[dict[str, Any]]:
     started = time.time()
     tasks = group.runs
     vectorised = group.evaluates_vectorised()
-    entries: dict[str, Any] = dict(engine=ENGINE, group_size=len(tasks), random_streams=RANDOM_STREAMS)
-    if vectorised:
-        entries["evaluation"] = VECTORISED_EVALUATION
-    records = [new_record(task, **entries) for task in tasks]
+    records = [new_record(task, group_size=len(tasks), **group.record_entries()) for task in tasks]
     checkpoints = group_checkpoints(tasks)
     run_warnings = RunWarnings()
     built: BuiltGroup | None = None

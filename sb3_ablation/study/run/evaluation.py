@@ -68,10 +68,9 @@ class OverestimationEvalCallback(BaseCallback):
     per diagnostic ever logged (``None`` where a window had no training). Non-finite returns, Q-values or network
     weights raise :class:`TrainingDivergedError`.
 
-    The episodes of an evaluation may come from elsewhere: :meth:`evaluate` takes them, and a caller that runs them
-    itself (the batched engine, which computes all its agents' actions at once) drives :meth:`episode_loop` and
-    hands them over (:meth:`hand_over`) for the evaluation that the next hook runs (:meth:`evaluation_due`,
-    :meth:`final_evaluation_due`).
+    The episodes of an evaluation may come from elsewhere: a caller that runs them itself (the batched engine, which
+    computes all its agents' actions at once) drives :meth:`episode_loop` and hands them over (:meth:`hand_over`) for
+    the evaluation that the next hook runs (:meth:`evaluation_due`, :meth:`final_evaluation_due`).
 
     :param eval_env: the evaluation env (wrapped in ``Monitor`` so episode returns are the env's own; each env wrapped
         last in ``ReturnPastTimeLimit`` for the returns past the time limit)
@@ -214,15 +213,14 @@ class OverestimationEvalCallback(BaseCallback):
         """Drop episodes handed over that no evaluation used."""
         self._handed_over = None
 
-    def evaluate(self, episodes: list[EvalEpisode] | None = None) -> dict[str, Any]:
+    def evaluate(self) -> dict[str, Any]:
         """
-        Run one evaluation now and append it to the history.
-
-        :param episodes: the evaluation's episodes, run by the caller (:meth:`episode_loop`); default: those handed
-            over (:meth:`hand_over`), else run here with the model's ``predict``
+        Run one evaluation now and append it to the history: on the episodes handed over (:meth:`hand_over`), else on
+        episodes run here with the model's ``predict``.
         """
         started = time.perf_counter()
-        if episodes is None and self._handed_over is not None:
+        episodes: list[EvalEpisode] | None = None
+        if self._handed_over is not None:
             episodes, seconds = self._handed_over
             self.eval_time_s += seconds
         self._handed_over = None
