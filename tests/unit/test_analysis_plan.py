@@ -70,3 +70,33 @@ def test_the_plan_names_exactly_the_tests_the_analysis_has():
     # (its defaults are checked against the committed calibration table in tests/unit/test_robust.py)
     assert analysis_plan.TESTS == paired_tests.TESTS
     assert {analysis_plan.DEFAULT_TEST, analysis_plan.DEFAULT_EQUIVALENCE_TEST} <= set(paired_tests.TESTS)
+
+
+def test_claims_and_earlier_budgets_are_written_only_where_declared():
+    # a plan declared before these keys existed keeps its JSON, and so its digest
+    assert {"claims", "earlier_budgets"}.isdisjoint(AnalysisPlan().to_dict())
+    assert AnalysisPlan().claim_rule == "differs-and-equivalent"
+    declared = AnalysisPlan.from_dict(
+        {"claims": "differs", "earlier_budgets": [{"budget": 300, "variant": "no_clipped_double_q", "alternative": "less"}]}
+    )
+    values = declared.to_dict()
+    assert values["claims"] == "differs" and declared.claim_rule == "differs"
+    assert values["earlier_budgets"] == [{"budget": 300, "variant": "no_clipped_double_q", "alternative": "less"}]
+    assert AnalysisPlan.from_dict(values) == declared
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"claims": "both"}, "unknown claims 'both'"),
+        ({"earlier_budgets": {"budget": 3}}, "earlier_budgets must be a list"),
+        ({"earlier_budgets": [{"budget": 0, "variant": "td3"}]}, "budget must be a positive integer, got 0"),
+        ({"earlier_budgets": [{"budget": 3, "variant": "x", "alternative": "up"}]}, "unknown alternative 'up'"),
+        ({"earlier_budgets": [{"budget": 3, "variant": "x", "alternativ": "less"}]}, "did you mean 'alternative'"),
+        ({"earlier_budgets": [{"budget": 3, "variant": "x"}] * 2}, "the same hypothesis twice"),
+    ],
+)
+def test_a_bad_earlier_budget_or_claims_is_one_line(values, message):
+    with pytest.raises(PlanError, match=message) as error:
+        AnalysisPlan.from_dict(values)
+    assert "\n" not in str(error.value)

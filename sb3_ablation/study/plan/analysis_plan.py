@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -47,11 +47,67 @@ DEFAULT_TEST = "wilcoxon"
 #: that fails more often than the baseline is not called equivalent (docs/calibration.md, equivalence table)
 DEFAULT_EQUIVALENCE_TEST = "signflip"
 BOUNDARIES = ("obrien-fleming", "pocock")
+#: how a comparison's two claims share the family's alpha: ``differs-and-equivalent`` (both claims, Shaffer's step-down
+#: over the family's 2m hypotheses; the rule of every plan declared without ``claims``) or ``differs`` (no equivalence
+#: claims: only "no difference" is tested, and the family's alpha goes to it alone)
+CLAIMS = ("differs-and-equivalent", "differs")
+#: the alternatives a hypothesis at an earlier budget may declare: the variant's outcome minus the baseline's is
+#: nonzero (two-sided), above 0 (greater) or below 0 (less)
+ALTERNATIVES = ("two-sided", "greater", "less")
 REFERENCES_FILE = Path(__file__).with_name("references.yml")
 
 
 class PlanError(ValueError):
     """An analysis plan that cannot be used, reported as one line."""
+
+
+@dataclass(frozen=True)
+class EarlierBudget:
+    """
+    A confirmatory hypothesis at an earlier budget of the same runs: the primary outcome computed from each run's
+    evaluations up to ``budget`` steps, as if the run had ended there (its final window: the evaluations at or after
+    ``(1 - final_fraction) * budget``), one variant against the baseline, in the same family as the comparisons at the
+    study's full budget. A run's evaluations up to a step do not depend on its total budget
+    (tests/integration/test_budget_independence.py), so these windows are those of a study at ``budget`` steps.
+
+    :param budget: the earlier budget, in training steps (below the study's ``n_timesteps``)
+    :param variant: the variant compared with the baseline there
+    :param alternative: one of :data:`ALTERNATIVES`; a one-sided alternative must have been stated before the runs
+        (the plan is declared before any record), from data outside the study's seeds
+    """
+
+    budget: int
+    variant: str
+    alternative: str = "two-sided"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1:
+            raise PlanError(f"analysis: earlier_budgets: budget must be a positive integer, got {self.budget!r}")
+        if not isinstance(self.variant, str) or not self.variant:
+            raise PlanError(f"analysis: earlier_budgets: variant must be a variant's name, got {self.variant!r}")
+        if self.alternative not in ALTERNATIVES:
+            raise PlanError(
+                f"analysis: earlier_budgets: unknown alternative {self.alternative!r}; expected one of "
+                f"{', '.join(ALTERNATIVES)}"
+            )
+
+    @classmethod
+    def from_dict(cls, values: Any) -> EarlierBudget:
+        """A hypothesis from its mapping (``budget``, ``variant``, ``alternative``); unknown keys are refused."""
+        if isinstance(values, EarlierBudget):
+            return values
+        if not isinstance(values, Mapping):
+            raise PlanError(
+                f"analysis: earlier_budgets must be a list of mappings with budget, variant and alternative, got {values!r}"
+            )
+        known = [f.name for f in fields(cls)]
+        for key in values:
+            if key not in known:
+                raise PlanError(
+                    f"analysis: earlier_budgets: unknown key {key!r}{did_you_mean(str(key), known)}; "
+                    f"expected some of {', '.join(known)}"
+                )
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -128,6 +184,11 @@ class AnalysisPlan:
         ``None``: not declared (the report then applies the package's defaults and says they were not declared before
         the runs). A study declared now declares them (their defaults unless the study file sets them); a plan without
         them keeps its ``to_dict``, and so its digest, unchanged.
+    :param claims: how each comparison's claims share the family's alpha (one of :data:`CLAIMS`; ``None``: not
+        declared, the rule ``differs-and-equivalent`` of the plans declared before it existed, whose digests stay
+        unchanged)
+    :param earlier_budgets: confirmatory hypotheses at earlier budgets of the same runs (:class:`EarlierBudget`), in
+        the same family as the comparisons at the full budget
     """
 
     primary: str = "final_window"
@@ -146,8 +207,21 @@ class AnalysisPlan:
     boundary: str = "obrien-fleming"
     seeds: tuple[int, ...] = ()
     learning: LearningRules | None = None
+    claims: str | None = None
+    earlier_budgets: tuple[EarlierBudget, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.claims is not None and self.claims not in CLAIMS:
+            raise PlanError(f"analysis: unknown claims {self.claims!r}; expected one of {', '.join(CLAIMS)}")
+        if isinstance(self.earlier_budgets, Mapping | str) or not isinstance(self.earlier_budgets, Sequence):
+            raise PlanError(
+                "analysis: earlier_budgets must be a list of mappings with budget, variant and alternative, "
+                f"got {self.earlier_budgets!r}"
+            )
+        earlier = tuple(EarlierBudget.from_dict(item) for item in self.earlier_budgets)
+        if len(set(earlier)) != len(earlier):
+            raise PlanError("analysis: earlier_budgets names the same hypothesis twice")
+        object.__setattr__(self, "earlier_budgets", earlier)
         if self.learning is not None and not isinstance(self.learning, LearningRules):
             if not isinstance(self.learning, Mapping):
                 raise PlanError(f"analysis: learning must be a mapping of learning rules, got {self.learning!r}")
@@ -208,7 +282,19 @@ class AnalysisPlan:
             del values["learning"]
         else:
             values["learning"] = self.learning.to_dict()
+        # written only where declared, so that the plans declared before these keys keep their digests
+        if self.claims is None:
+            del values["claims"]
+        if self.earlier_budgets:
+            values["earlier_budgets"] = [asdict(item) for item in self.earlier_budgets]
+        else:
+            del values["earlier_budgets"]
         return values
+
+    @property
+    def claim_rule(self) -> str:
+        """The rule in force: the declared ``claims``, else the rule of the plans declared before it existed."""
+        return self.claims or CLAIMS[0]
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None) -> AnalysisPlan:
@@ -220,6 +306,8 @@ class AnalysisPlan:
             hints = ", ".join(quoted_with_suggestion(key, known) for key in unknown)
             plural = "s" if len(unknown) > 1 else ""
             raise PlanError(f"analysis: unknown key{plural} {hints}; expected some of {', '.join(sorted(known))}")
+        if isinstance(values.get("earlier_budgets"), list):
+            values["earlier_budgets"] = tuple(values["earlier_budgets"])
         for key in ("looks", "seeds"):
             if key in values:
                 values[key] = tuple(values[key] or ())

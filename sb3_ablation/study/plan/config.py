@@ -18,7 +18,7 @@ from sb3_ablation.common.suggestions import quoted_with_suggestion
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, PlanError, check_plan_envs
 from sb3_ablation.study.plan.records import RunTask
 from sb3_ablation.study.plan.tuning import TuningError, TuningPlan
-from sb3_ablation.study.plan.variants import Variant, resolve_variants
+from sb3_ablation.study.plan.variants import Variant, baseline_name, resolve_variants
 from sb3_ablation.switches import SWITCHES
 
 BACKENDS = ("local", "ray")
@@ -156,12 +156,27 @@ class StudyConfig:
         try:
             plan = AnalysisPlan.from_dict(self.analysis)
             check_plan_envs(plan, self.envs)
+            self._check_earlier_budgets(plan)
             self.analysis = plan.to_dict()
         except (PlanError, TypeError) as error:
             raise StudyError(str(error)) from None
         self._check_tuning(plan.looks)
         if self.amend_plan is not None and not (isinstance(self.amend_plan, str) and self.amend_plan.strip()):
             raise StudyError(f"amend_plan must say why the plan is amended (a non-empty text), got {self.amend_plan!r}")
+
+    def _check_earlier_budgets(self, plan: AnalysisPlan) -> None:
+        """Each hypothesis at an earlier budget names a variant of the study and a budget it reaches at an evaluation."""
+        for hypothesis in plan.earlier_budgets:
+            where = f"analysis: earlier_budgets: {hypothesis.variant} at {hypothesis.budget:,} steps"
+            if hypothesis.variant not in self.variants or hypothesis.variant == baseline_name(self.variants):
+                raise PlanError(f"{where}: the variant is not one the study compares with its baseline")
+            if self.n_timesteps is None or hypothesis.budget >= self.n_timesteps:
+                raise PlanError(f"{where}: the budget must be below the study's n_timesteps ({self.n_timesteps})")
+            if self.eval_freq is None or hypothesis.budget % self.eval_freq:
+                raise PlanError(
+                    f"{where}: the budget must be a multiple of eval_freq ({self.eval_freq}), so that an "
+                    "evaluation closes its window"
+                )
 
     def _check_tuning(self, looks: tuple[int, ...]) -> None:
         """Validate ``tuning`` (normalised as its plan's dict) and ``variant_hyperparams``."""

@@ -85,8 +85,10 @@ class RunRecord(RunSettings):
     A run record of format :data:`RUN_FILE_FORMAT`, its entries in the order of the JSON file; an entry left
     :data:`UNSET` is not written (e.g. ``engine`` for the process engine).
 
-    The run's :class:`RunSettings` (``eval_freq`` the one used, once known); then ``versions`` (library versions)
-    and ``host``; ``plan_digest`` (the digest of the study's plan in force when the run was made,
+    The run's :class:`RunSettings` (``eval_freq`` the one used, once known); then ``versions`` (library versions),
+    ``source_digest`` (the digest of the package source that made it,
+    :func:`~sb3_ablation.study.run.recording.source_digest`; absent in records made before it existed) and ``host``;
+    ``plan_digest`` (the digest of the study's plan in force when the run was made,
     :mod:`~sb3_ablation.study.plan.digest`; not written where the study declares no plan, nor in records made before
     digests existed); ``status`` (``"ok"`` or ``"failed"``), ``error`` and ``traceback``; ``engine`` and ``group_size``
     (batched engine); ``random_streams`` (batched engine: ``"per_agent"``, each run's random streams its own, so its
@@ -103,6 +105,7 @@ class RunRecord(RunSettings):
 
     format: int = RUN_FILE_FORMAT
     versions: dict[str, str] = UNSET
+    source_digest: str = UNSET
     host: str = UNSET
     plan_digest: str = UNSET
     status: str = "failed"

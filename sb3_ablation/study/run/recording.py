@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import platform
+from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -28,9 +31,32 @@ def library_versions() -> dict[str, str]:
     }
 
 
+@functools.cache
+def source_digest() -> str:
+    """
+    The SHA-256 of the package's source that runs: every file under the installed ``sb3_ablation`` folder (caches
+    left out), each as its path relative to that folder, a NUL, its bytes' SHA-256 and a newline, in path order. A
+    record carries it, so that anyone can check which code made it: ``git worktree add /tmp/c COMMIT`` and run
+    ``python -c "from sb3_ablation.study.run.recording import source_digest; print(source_digest())"`` there.
+    """
+    root = Path(sb3_ablation.__file__).parent
+    files = sorted(
+        path
+        for path in root.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo")
+    )
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(f"{path.relative_to(root).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    return digest.hexdigest()
+
+
 def new_record(task: RunTask, **entries: Any) -> RunRecord:
-    """The record of a run before it has run: its settings, versions and host, ``"status": "failed"`` until done."""
-    return RunRecord.of(task, versions=library_versions(), host=platform.node(), **entries)
+    """
+    The record of a run before it has run: its settings, versions, the digest of the source that runs it
+    (:func:`source_digest`) and host, ``"status": "failed"`` until done.
+    """
+    return RunRecord.of(task, versions=library_versions(), source_digest=source_digest(), host=platform.node(), **entries)
 
 
 def finish_record(record: RunRecord, evaluator: Any, run_warnings: RunWarnings, wall_time_s: float) -> dict[str, Any]:
