@@ -556,6 +556,9 @@ class BatchedTD3(AblatableTD3):
         ]
         self.agent_diagnostics = stats.agent_diagnostics(self.n_agents, n_critics)
 
+    def _budget_step_scale(self) -> int:
+        return self.n_agents  # learn()'s budget is each agent's; SB3's counts are of all agents' steps
+
     def learn(
         self: SelfBatchedTD3,
         total_timesteps: int | None = None,
@@ -569,7 +572,7 @@ class BatchedTD3(AblatableTD3):
         SB3's ``learn``, with ``total_timesteps`` counted per agent (each agent takes that many env steps); without
         it, the env's ``n_timesteps`` in ``zoo_configs/ablatable_td3.yml`` (see :meth:`AblatableTD3.learn`).
         """
-        budget, callback, progress_bar = self._learn_arguments(total_timesteps, callback, progress_bar)
+        budget, callback, progress_bar = self._learn_arguments(total_timesteps, callback, progress_bar, reset_num_timesteps)
         for stream in self.agent_streams:
             # each torch draw of training is from agent k's generator, on the tensors' device; a generator's state does
             # not move between device types: a group loaded on another device than its streams' is evaluated, not trained

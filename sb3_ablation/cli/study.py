@@ -238,10 +238,17 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
     return StudyConfig(**settings)
 
 
-def _run(config: StudyConfig, write_report_after: bool) -> int:
+def _run(config: StudyConfig, write_report_after: bool, quick: bool = False) -> int:
+    from sb3_ablation.study.analyse.feasibility import preflight
     from sb3_ablation.study.run.runner import run_study
     from sb3_ablation.study.run.tuning import run_tuned_study
 
+    if not config.tuning:  # before any run: the runs, their time, and whether the seeds can reach a verdict
+        said = preflight(config, _declared_plan(config), quick, timed=config.verbose >= 1)
+        for line in said.lines if config.verbose >= 1 else []:
+            print(line)
+        if said.refusal is not None:
+            raise StudyError(said.refusal)
     started = time.time()
     try:
         if config.tuning:  # every variant tuned for itself, then the confirmatory runs with both sets of hyperparameters
@@ -332,7 +339,7 @@ def study_main(argv: list[str] | None = None) -> int:
     args = _study_parser().parse_args(argv)
     try:
         config = config_from_args(args)
-        return _run(config, args.report)
+        return _run(config, args.report, args.quick)
     except StudyError as error:
         print(f"sb3-ablation study: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

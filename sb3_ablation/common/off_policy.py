@@ -12,6 +12,7 @@ import io
 import os
 import pathlib
 import warnings
+import weakref
 import zipfile
 from collections.abc import Iterable
 from typing import Any, ClassVar, TypeVar, cast
@@ -34,10 +35,12 @@ from sb3_ablation.common.mixed_precision import SpeedModeMixin
 from sb3_ablation.common.policies import Actor, Critic, DDPGPolicy
 from sb3_ablation.common.saved_models import check_saved_algorithm
 from sb3_ablation.common.training_stats import TrainingStats, log_training
-from sb3_ablation.common.utils import UnsupportedActionSpaceError, check_keyword_arguments
+from sb3_ablation.common.utils import UnsupportedActionSpaceError, check_keyword_arguments, user_stacklevel
 from sb3_ablation.common.zoo_budget import default_budget
 
 SelfActorCritic = TypeVar("SelfActorCritic", bound="OffPolicyActorCritic")
+#: the models warned that their ``learn()`` trained nothing
+WARNED_NOTHING_TRAINED: weakref.WeakSet[OffPolicyActorCritic] = weakref.WeakSet()
 
 
 def progress_bar_available() -> bool:
@@ -150,6 +153,20 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         self.speed_mode = speed_mode
         # The diagnostics of the last train() call (see TrainingStats): means over its gradient steps
         self.training_diagnostics: dict[str, float] = {}
+
+    def _say_missing_action_noise(self) -> None:
+        """
+        At ``verbose >= 1``, say in one line that the model explores without action noise where the zoo entries and
+        the TD3 paper add some (SB3's default is none).
+        """
+        if self.verbose >= 1 and self.action_noise is None:
+            name = type(self).__name__
+            print(
+                f"{name}: no action_noise: after the warm-up of random actions it acts on the actor's output alone, "
+                "with no exploration noise (SB3's default; the TD3 paper and the zoo entries add Gaussian noise of std "
+                "0.1: "
+                f"action_noise=NormalActionNoise(...), or {name}.from_zoo(env_id))"
+            )
 
     def _implied_policy_kwargs(self) -> dict[str, Any]:
         """
@@ -296,15 +313,20 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         )
 
     def _learn_arguments(
-        self, total_timesteps: int | None, callback: MaybeCallback, progress_bar: bool | None
+        self,
+        total_timesteps: int | None,
+        callback: MaybeCallback,
+        progress_bar: bool | None,
+        reset_num_timesteps: bool = True,
     ) -> tuple[int, MaybeCallback, bool]:
         """
         ``learn()``'s budget (:meth:`_budget`), callbacks and progress bar: without a budget, the zoo entry's
         callbacks (``from_zoo``, when none are given) and a progress bar unless ``progress_bar=False``, with one line
         saying where the budget came from (unless ``verbose=0`` and no bar); with a budget, exactly SB3's (no bar
-        unless asked for).
+        unless asked for). A budget that ends within the warm-up is warned about (:meth:`_warn_if_nothing_trained`).
         """
         budget, source = self._budget(total_timesteps)
+        self._warn_if_nothing_trained(budget, reset_num_timesteps)
         if total_timesteps is not None:
             return budget, callback, bool(progress_bar)
         if callback is None and self._zoo_callbacks:
@@ -313,6 +335,33 @@ class OffPolicyActorCritic(SpeedModeMixin, LeanCollectionMixin, OffPolicyAlgorit
         if source and (show_bar or self.verbose >= 1):  # said with the progress it belongs to: verbose=0 and no bar is quiet
             print(source)
         return budget, callback, show_bar
+
+    def _budget_step_scale(self) -> int:
+        """How many of SB3's steps (``num_timesteps``, ``learning_starts``) one step of ``learn()``'s budget is."""
+        return 1
+
+    def _warn_if_nothing_trained(self, budget: int, reset_num_timesteps: bool) -> None:
+        """
+        Warn, once per model and in one line, when ``learn()`` would end within the warm-up (at or before
+        ``learning_starts``): SB3 collects random transitions and makes no gradient update. A warning, not a refusal
+        as ``sb3-ablation train`` gives: SB3's own tests collect such warm-up data on purpose (``learn(10)`` with
+        ``learning_starts=100``).
+
+        :param budget: ``learn()``'s budget
+        :param reset_num_timesteps: ``learn()``'s: False continues from the model's ``num_timesteps``
+        """
+        end = budget * self._budget_step_scale() + (0 if reset_num_timesteps else self.num_timesteps)
+        if end > self.learning_starts or self in WARNED_NOTHING_TRAINED:
+            return
+        WARNED_NOTHING_TRAINED.add(self)  # once per model (not an attribute: SB3's file stays SB3's)
+        warm_up = self.learning_starts // self._budget_step_scale()
+        warnings.warn(
+            f"learn(total_timesteps={budget}) trains nothing: it ends at or before learning_starts ({warm_up}), "
+            f"the warm-up of random actions, so no gradient update is made; give a budget above {warm_up} or a lower "
+            "learning_starts (e.g. from_zoo(env_id, learning_starts=...))",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
 
     def _create_aliases(self) -> None:
         self.actor = self.policy.actor

@@ -1,9 +1,11 @@
 """Small building blocks shared by DDPG and AblatableTD3."""
 
 import inspect
+import pathlib
 from collections.abc import Sequence
 from typing import Any
 
+import stable_baselines3 as sb3
 import torch as th
 
 from sb3_ablation.common.suggestions import did_you_mean
@@ -71,3 +73,12 @@ def check_keyword_arguments(cls: type, kwargs: dict[str, Any], highlighted: Sequ
         hint = did_you_mean(name, valid, separator="; ") or "."
         listed = f" The switches are: {', '.join(highlighted)}." if highlighted else ""
         raise TypeError(f"{cls.__name__} got an unknown keyword argument {name!r}{hint}{listed}")
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of the first caller outside this package and SB3, for warnings about its arguments."""
+    internal = (str(pathlib.Path(__file__).parents[1]), str(pathlib.Path(sb3.__file__).parent))
+    frame, level = inspect.currentframe(), 0
+    while frame is not None and frame.f_code.co_filename.startswith(internal):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -101,3 +101,15 @@ def default_budget(config: str, env: Any) -> tuple[int, str]:
         return entry_budget(_entries(config), env_id, f"zoo_configs/{config}.yml"), env_id
     except ZooConfigError as error:
         raise TypeError(f"learn() needs total_timesteps: {error}; pass learn(total_timesteps=...)") from None
+
+
+def env_budget(config: str, env_id: str) -> int | None:
+    """
+    :param config: the zoo config's name (``ablatable_td3``, ``ddpg_scratch``)
+    :param env_id: the env id
+    :return: the ``n_timesteps`` of the env's own entry in the shipped ``zoo_configs/<config>.yml``; None without one
+    """
+    try:
+        return entry_budget(_entries(config), env_id, f"zoo_configs/{config}.yml")
+    except ZooConfigError:
+        return None

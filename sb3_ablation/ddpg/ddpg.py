@@ -116,6 +116,7 @@ class DDPG(OffPolicyActorCritic):
             seed=seed,
             device=device,
         )
+        self._say_missing_action_noise()
         if _init_setup_model:
             self._setup_model()
 
@@ -172,7 +173,9 @@ class DDPG(OffPolicyActorCritic):
 
         :raise ValueError: ``total_timesteps`` of zero or below
         """
-        total_timesteps, callback, progress_bar = self._learn_arguments(total_timesteps, callback, progress_bar)
+        total_timesteps, callback, progress_bar = self._learn_arguments(
+            total_timesteps, callback, progress_bar, reset_num_timesteps
+        )
         return super().learn(
             total_timesteps=total_timesteps,
             callback=callback,

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
-import stable_baselines3 as sb3
 import torch as th
 from stable_baselines3.common.buffers import NStepReplayBuffer, ReplayBuffer
 from stable_baselines3.common.noise import ActionNoise, VectorizedActionNoise
@@ -19,7 +18,7 @@ from torch.nn import functional as F
 
 from sb3_ablation.common.off_policy import SB3_POLICY_ARGUMENTS, OffPolicyActorCritic
 from sb3_ablation.common.training_stats import TrainingStats
-from sb3_ablation.common.utils import foreach_polyak_update
+from sb3_ablation.common.utils import foreach_polyak_update, user_stacklevel
 from sb3_ablation.switches import DEFAULTS, SWITCHES, TABLE, check_switch
 from sb3_ablation.td3.policies import AblatableTD3Policy, CnnPolicy, GaussianActor, MlpPolicy, MultiInputPolicy
 
@@ -45,15 +44,6 @@ def check_online_updates(replay_buffer_class: type[ReplayBuffer] | None, n_steps
             f"replay_buffer=False needs train_freq=1 (got {train_freq!r}): it learns from each newest transition as "
             "it arrives, and the transitions between updates would be dropped unseen"
         )
-
-
-def user_stacklevel() -> int:
-    """The ``stacklevel`` of the first caller outside this package and SB3, for warnings about its arguments."""
-    internal = (str(pathlib.Path(__file__).parents[1]), str(pathlib.Path(sb3.__file__).parent))
-    frame, level = inspect.currentframe(), 0
-    while frame is not None and frame.f_code.co_filename.startswith(internal):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def exploration_std(action_noise: ActionNoise | None) -> float | list[float]:
@@ -231,6 +221,8 @@ class AblatableTD3(OffPolicyActorCritic):
         self.switches = {name: bool(value) for name, value in switches.items()}
         # The Gaussian actor (deterministic_policy=False) starts with the spread of the action noise it replaces
         self.actor_initial_std = exploration_std(action_noise)
+        if deterministic_policy:  # (the Gaussian actor explores by sampling itself)
+            self._say_missing_action_noise()
         if _init_setup_model:
             self._setup_model()
 
@@ -427,7 +419,9 @@ class AblatableTD3(OffPolicyActorCritic):
 
         :raise ValueError: ``total_timesteps`` of zero or below
         """
-        total_timesteps, callback, progress_bar = self._learn_arguments(total_timesteps, callback, progress_bar)
+        total_timesteps, callback, progress_bar = self._learn_arguments(
+            total_timesteps, callback, progress_bar, reset_num_timesteps
+        )
         return super().learn(
             total_timesteps=total_timesteps,
             callback=callback,

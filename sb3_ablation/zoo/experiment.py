@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import io
 import json
+import logging
 import os
 import shutil
 from typing import Any, TypeVar, cast
@@ -175,12 +176,15 @@ class AblationExperimentManager(ZooExperimentManager):
         super().learn(model)
 
     def hyperparameters_optimization(self) -> None:
+        fresh = False
         if self.storage is not None and self.study_name is not None:
             verbosity = optuna.logging.get_verbosity()
             optuna.logging.set_verbosity(optuna.logging.WARNING)  # ("Using an existing study": said below if it matters)
             try:
+                storage = optuna_storage(self.storage)
+                fresh = self.study_name not in {summary.study_name for summary in optuna.get_all_study_summaries(storage)}
                 study = optuna.create_study(
-                    storage=optuna_storage(self.storage),
+                    storage=storage,
                     study_name=self.study_name,
                     load_if_exists=True,
                     direction="maximize",
@@ -192,7 +196,16 @@ class AblationExperimentManager(ZooExperimentManager):
             finally:
                 optuna.logging.set_verbosity(verbosity)
         self.starting()
-        super().hyperparameters_optimization()
+        # rl_zoo3 loads the study created above: "Using an existing study" is said only of one that existed before
+        quiet = FreshStudyFilter() if fresh else None
+        study_logger = logging.getLogger("optuna.study.study")
+        if quiet is not None:
+            study_logger.addFilter(quiet)
+        try:
+            super().hyperparameters_optimization()
+        finally:
+            if quiet is not None:
+                study_logger.removeFilter(quiet)
 
     def study_settings(self) -> dict[str, Any]:
         """
@@ -268,6 +281,13 @@ class _ModelOnlyManager(AblationExperimentManager):
 Model = TypeVar("Model", bound=OffPolicyActorCritic)
 
 
+class FreshStudyFilter(logging.Filter):
+    """Drops Optuna's "Using an existing study" of a study this run has just created."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Using an existing study")
+
+
 def zoo_model(
     algo_class: type[Model],
     env_id: str,
@@ -294,6 +314,16 @@ def zoo_model(
         raise TypeError(f"{algo_class.__name__}.from_zoo: the zoo configs build {own} only")
     register()
     check_env_id(env_id)
+    config = conf_file or default_config_file(algo)
+    shown = f"zoo_configs/{algo}.yml" if conf_file is None else conf_file
+    own_entry = entry_name(config, env_id) != "default"
+    if not own_entry and "n_timesteps" not in changes:
+        # the default entry is a template (rl-zoo's 1M steps for an unknown task), not a budget tuned for this env
+        raise ZooConfigError(
+            f"{env_id} has no entry in {shown}, only its 'default' template: pass n_timesteps=... to train with the "
+            f"template's settings ({algo_class.__name__}.from_zoo({env_id!r}, n_timesteps=100000)), or build the "
+            "model with the constructor"
+        )
     if seed is not None:
         set_random_seed(seed)  # as train does before it builds the experiment
     manager = _ModelOnlyManager(
@@ -315,7 +345,7 @@ def zoo_model(
         built = manager.setup_experiment()
     assert built is not None  # (None only when optimizing)
     model = cast(Model, built[0])
-    entry = f"{env_id}'s entry in zoo_configs/{algo}.yml" if conf_file is None else manager.config_source
+    entry = f"{env_id}'s entry in {shown}" if own_entry else f"the 'default' entry of {shown}"
     if "n_timesteps" in changes:
         source = f"given to from_zoo; the other settings are those of {entry}, with from_zoo's changes"
     else:

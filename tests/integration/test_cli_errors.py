@@ -292,6 +292,7 @@ CASES: dict[str, tuple[list[str], dict, list[str], list[str]]] = {
     "study: negative budget": ([*STUDY, "--n-timesteps", "-5"], {}, [], ["n_timesteps must be a positive integer"]),
     "study: zero seeds": ([*STUDY, "--seeds", "0"], {}, [], ["--seeds 0 runs nothing"]),
     "study: negative seed": ([*STUDY, "--seed-list", "-1"], {}, [], ["seeds must be non-negative integers"]),
+    "study: repeated seed": ([*STUDY, "--seed-list", "3", "3"], {}, [], ["seeds [3, 3]: 3 given more than once"]),
     "study: seeds and seed list": (
         [*STUDY, "--seeds", "2", "--seed-list", "3"],
         {},

@@ -59,3 +59,26 @@ def test_from_zoo_refuses_bad_input_in_one_line():
         AblatableTD3.from_zoo("Pendulum-v0")
     with pytest.raises(TypeError, match=r"BatchedTD3.from_zoo: the zoo configs build AblatableTD3 and DDPG only"):
         BatchedTD3.from_zoo(ENV)
+
+
+def test_from_zoo_refuses_an_env_without_its_own_entry_unless_given_a_budget(capsys):
+    with pytest.raises(
+        ZooConfigError,
+        match=r"^InvertedPendulum-v5 has no entry in zoo_configs/ablatable_td3.yml, only its 'default' template: pass "
+        r"n_timesteps=\.\.\. to train with the template's settings \(AblatableTD3.from_zoo\('InvertedPendulum-v5', "
+        r"n_timesteps=100000\)\), or build the model with the constructor$",
+    ):
+        AblatableTD3.from_zoo("InvertedPendulum-v5")
+    model = AblatableTD3.from_zoo("InvertedPendulum-v5", n_timesteps=300, learning_starts=100)
+    assert model._zoo_budget == (
+        300,
+        "given to from_zoo; the other settings are those of the 'default' entry of zoo_configs/ablatable_td3.yml, "
+        "with from_zoo's changes",
+    )
+
+
+def test_from_zoo_learn_within_the_entrys_warm_up_says_it_trains_nothing():
+    model = AblatableTD3.from_zoo(ENV, seed=0, policy_kwargs={"net_arch": [8]})
+    with pytest.warns(UserWarning, match=r"^learn\(total_timesteps=500\) trains nothing: .*learning_starts \(10000\)"):
+        model.learn(total_timesteps=500)
+    assert model._n_updates == 0

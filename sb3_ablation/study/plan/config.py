@@ -269,7 +269,8 @@ def parse_seeds(seeds: int | str | list[int] | None) -> list[int]:
     seeds themselves.
 
     :param seeds: a count or a list of seeds
-    :return: the seeds, sorted, without duplicates
+    :return: the seeds, sorted
+    :raise StudyError: a seed given twice, a negative seed, a count of 0
     """
     if seeds is None:
         raise StudyError("no seeds given; expected a count (e.g. 5 for seeds 0..4) or a list of seeds")
@@ -284,7 +285,10 @@ def parse_seeds(seeds: int | str | list[int] | None) -> list[int]:
         if values[0] == 0:
             raise StudyError("--seeds 0 runs nothing; give a count >= 1 or a list of two or more seeds")
         return list(range(values[0]))
-    return sorted(set(values))
+    repeated = sorted({value for value in values if values.count(value) > 1})
+    if repeated:  # a repeated seed would be the same run twice: one of them is surely a typo
+        raise StudyError(f"seeds {values}: {', '.join(map(str, repeated))} given more than once; expected distinct seeds")
+    return sorted(values)
 
 
 def to_jsonable(value: Any) -> Any:
