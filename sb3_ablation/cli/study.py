@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import re
+import signal
 import sys
 import textwrap
 import time
@@ -23,7 +24,7 @@ from sb3_ablation.study.plan.variants import baseline_name
 if TYPE_CHECKING:
     from sb3_ablation.study.run.runner import StudyResult
 
-EXIT_OK, EXIT_RUNS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_RUNS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 #: the width the shipped studies' descriptions are wrapped to in ``study --help``
 HELP_WIDTH = 100
 
@@ -243,30 +244,43 @@ def _run(config: StudyConfig, write_report_after: bool, quick: bool = False) -> 
     from sb3_ablation.study.run.runner import run_study
     from sb3_ablation.study.run.tuning import run_tuned_study
 
-    if not config.tuning:  # before any run: the runs, their time, and whether the seeds can reach a verdict
-        said = preflight(config, _declared_plan(config), quick, timed=config.verbose >= 1)
-        for line in said.lines if config.verbose >= 1 else []:
-            print(line)
-        if said.refusal is not None:
-            raise StudyError(said.refusal)
     started = time.time()
+    # SIGTERM (kill, a scheduler's stop) ends the study as Ctrl-C does: workers stopped, lock released, one line
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
+        if not config.tuning:  # before any run: the runs, their time, and whether the seeds can reach a verdict
+            said = preflight(config, _declared_plan(config), quick, timed=config.verbose >= 1)
+            for line in said.lines if config.verbose >= 1 else []:
+                print(line)
+            if said.refusal is not None:
+                raise StudyError(said.refusal)
         if config.tuning:  # every variant tuned for itself, then the confirmatory runs with both sets of hyperparameters
             result = run_tuned_study(config)
         else:
             result = _run_looks(config) if _declared_plan(config).looks else run_study(config)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
+        how = "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
         print(
-            f"\ninterrupted: finished runs are kept in {config.out}; rerun the same command to do the rest",
+            f"\n{how}: finished runs are kept in {config.out}; rerun the same command to do the rest",
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(f"study time: {time.time() - started:.0f} s")
     if write_report_after:
         _report(config.out)
     else:
         print(f"next: sb3-ablation report {config.out}")
     return EXIT_RUNS_FAILED if result.failed else EXIT_OK
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated
 
 
 def _declared_plan(config: StudyConfig) -> AnalysisPlan:
@@ -404,7 +418,22 @@ def report_main(argv: list[str] | None = None) -> int:
         envs = " ".join(dict.fromkeys(path.parent.name.rsplit("_", 1)[0] for path in written))
         print(f"rl-zoo export: {len(written)} runs in {folder}; plot them with")
         print(f"  python -m rl_zoo3.plots.all_plots -f {folder} -a {variants} -e {envs}")
-    return EXIT_OK
+    return _unreadable_records(args.out)
+
+
+def _unreadable_records(out: str) -> int:
+    """Say in one line (stderr) that run records could not be read, which the report leaves out: exit status 1."""
+    from sb3_ablation.study.store.runs import unreadable_runs
+
+    unreadable = unreadable_runs(out, [], [])
+    if not unreadable:
+        return EXIT_OK
+    records = "1 run record is" if len(unreadable) == 1 else f"{len(unreadable)} run records are"
+    print(
+        f"sb3-ablation report: {records} unreadable and left out of the report; the first: {unreadable[0]['error']}",
+        file=sys.stderr,
+    )
+    return EXIT_RUNS_FAILED
 
 
 def demo_main(argv: list[str] | None = None) -> int:

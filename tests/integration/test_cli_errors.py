@@ -620,6 +620,22 @@ def test_unreadable_run_record_is_named(tmp_path):
     assert (ENV, "td3", 2) not in data.missing
 
 
+def test_report_on_a_study_with_an_unreadable_record_writes_it_and_exits_1_with_one_line(tmp_path, capsys):
+    from sb3_ablation.cli.study import report_main
+
+    shutil.copytree(
+        REPO / "docs" / "studies" / "pendulum", tmp_path / "study", ignore=shutil.ignore_patterns("*.zip", "*.png")
+    )
+    record = tmp_path / "study" / "runs" / ENV / "td3" / "seed_2.json.gz"
+    record.write_bytes(record.read_bytes()[:100])
+    assert report_main([str(tmp_path / "study"), "--reps", "100"]) == 1
+    assert capsys.readouterr().err == (
+        f"sb3-ablation report: 1 run record is unreadable and left out of the report; the first: unreadable run record "
+        f"{record} (corrupt or truncated); rerunning the study redoes the run\n"
+    )
+    assert "unreadable run record" in (tmp_path / "study" / "report.md").read_text()
+
+
 def test_bench_filter_drops_only_the_profiler_lines():
     code = textwrap.dedent(
         """

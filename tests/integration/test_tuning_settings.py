@@ -1,6 +1,7 @@
 """``train -optimize`` cannot mix studies: a stored study keeps its fixed settings, and export gives back what ran."""
 
 import argparse
+import logging
 
 import optuna
 import pytest
@@ -93,3 +94,20 @@ def test_the_exported_entry_reruns_the_best_trial_to_its_value(tuned):
     assert manager.setup_experiment() is None  # (-optimize: set up for trials)
     assert manager.n_timesteps == 200  # the exported budget is the one the trials ran
     assert manager.objective(optuna.trial.FixedTrial(best.params)) == best.value
+
+
+def test_using_an_existing_study_is_said_only_of_one_that_existed(tmp_path):
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    optuna_logger = logging.getLogger("optuna")  # (Optuna's own handler writes to the stderr of its import)
+    optuna_logger.addHandler(handler)
+    try:
+        assert tune(tmp_path) == 0
+        fresh = list(said)
+        assert tune(tmp_path) == 0
+    finally:
+        optuna_logger.removeHandler(handler)
+    assert any("Trial 0 finished" in message for message in fresh)  # its other lines are said
+    assert not any("Using an existing study" in message for message in fresh)
+    assert any("Using an existing study" in message for message in said[len(fresh) :])

@@ -19,11 +19,12 @@ from dataclasses import dataclass, replace
 from stable_baselines3.common.utils import set_random_seed
 
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
+from sb3_ablation.study.plan.config import StudyConfig, check_envs, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RunTask
 from sb3_ablation.study.run.episodes import run_episodes
 from sb3_ablation.study.run.learning import RunSchedule
 from sb3_ablation.study.run.manager import make_manager
+from sb3_ablation.study.run.runner import check_before_writing
 from sb3_ablation.study.store.runs import read_run, run_path
 
 #: the steps timed in each phase (warm-up, training)
@@ -148,7 +149,10 @@ def estimate_study(pending: list[RunTask], workers: int, engine: str, baseline: 
     for env in dict.fromkeys(task.env for task in pending):
         of_env = [task for task in pending if task.env == env]
         timed = next((task for task in of_env if task.variant == baseline), of_env[0])
-        costs[env] = time_run(timed)
+        try:
+            costs[env] = time_run(timed)
+        except Exception as error:  # a run that cannot be built fails in the study, recorded; here it is not timed
+            return StudyEstimate(len(pending), workers, None, f"not timed: {type(error).__name__}: {error}".split("\n")[0])
     seconds = sum(replace(costs[task.env], n_timesteps=_budget(task, costs[task.env])).seconds for task in pending)
     return StudyEstimate(len(pending), workers, seconds / max(1, min(workers, len(pending))))
 
@@ -163,8 +167,11 @@ def study_tasks(config: StudyConfig) -> tuple[list[RunTask], list[RunTask]]:
     The study's runs, and those of them that have no finished record yet (as
     :func:`~sb3_ablation.study.run.runner.run_study` finds them).
     """
+    check_envs(config.envs)  # the checks run_study makes first, in its order
     variants = config.variant_objects
-    tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))
+    resolved = resolve_hyperparams(config, variants)
+    check_before_writing(config, variants, resolved)
+    tasks = make_tasks(config, variants, resolved)
     pending = []
     for task in tasks:
         previous = read_run(run_path(config.out, task.env, task.variant, task.seed))

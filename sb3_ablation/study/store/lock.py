@@ -9,6 +9,7 @@ import platform
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from sb3_ablation.study.plan.config import StudyError
 
@@ -20,7 +21,8 @@ def study_lock(out: str | os.PathLike[str]) -> Iterator[None]:
     """
     Hold ``<out>/.study.lock`` while a study writes into ``out``: a second study on the same folder fails at once
     with one line. The lock is the kernel's (``flock``): it goes with the process, so a killed study leaves none. The
-    file's text (``pid <pid> on <host>``) only names the last study that held it: a file left behind is not a lock.
+    file's text (``pid <pid> on <host>``) names the study that holds it; a study that ends removes it, and a file
+    left behind by a killed one (SIGKILL) is not a lock.
 
     :param out: the study folder (created with its parents)
     :raise StudyLockedError: another study holds the folder
@@ -42,6 +44,9 @@ def study_lock(out: str | os.PathLike[str]) -> Iterator[None]:
         except BlockingIOError:
             file.seek(0)
             raise StudyLockedError(_held_message(file.read().strip(), out)) from None
+        if not _same_file(file, folder / LOCK_NAME):
+            # the study that held it has just ended and removed the file: another may be creating a new one
+            raise StudyLockedError(f"another study has just written into {out}; run the command again")
         file.seek(0)
         file.truncate()
         file.write(f"pid {os.getpid()} on {platform.node()}")
@@ -49,7 +54,19 @@ def study_lock(out: str | os.PathLike[str]) -> Iterator[None]:
         try:
             yield
         finally:
+            # removed while still locked, so that no lock file stays behind (a study that opened it meanwhile finds
+            # it gone once it gets the lock, above)
+            with contextlib.suppress(OSError):
+                (folder / LOCK_NAME).unlink()
             fcntl.flock(file.fileno(), fcntl.LOCK_UN)
+
+
+def _same_file(file: IO[str], path: Path) -> bool:
+    """:return: whether ``path`` still names the open ``file`` (it may have been removed and made again)"""
+    try:
+        return os.path.samestat(os.fstat(file.fileno()), os.stat(path))
+    except OSError:
+        return False
 
 
 def _held_message(holder: str, out: str | os.PathLike[str]) -> str:
