@@ -46,6 +46,21 @@ def test_notebook_leaves_the_prediction_to_the_student():
     exec(checks, scope)  # a written prediction passes
 
 
+@pytest.mark.parametrize("flag", [True, False])
+def test_the_example_prediction_flag_fills_only_an_empty_prediction(flag):
+    """SB3_ABLATION_PREDICTION=example (documented in the first code cell) lets a headless run pass section 4."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    assert 'EXAMPLE_PREDICTION = os.environ.get("SB3_ABLATION_PREDICTION") == "example"' in notebook.cells[2].source
+    (example,) = [cell for cell in notebook.cells if cell.cell_type == "code" and "if EXAMPLE_PREDICTION" in cell.source]
+    scope: dict = {"EXAMPLE_PREDICTION": flag}
+    exec(_prediction_cell(notebook).source, scope)
+    exec(example.source, scope)
+    assert (scope["COMPONENT"], scope["MY_VERDICT"]) == (("replay_buffer", "differs") if flag else (None, None))
+    exec(STUDENTS_PREDICTION, scope)
+    exec(example.source, scope)  # a student's prediction is never replaced
+    assert scope["COMPONENT"] == "target_policy_smoothing"
+
+
 def test_notebook_installs_without_editing():
     """The install cell has no placeholder address to replace: it installs an uploaded wheel (or asks for one on
     Colab), or SOURCE when set, and says what to do otherwise."""

@@ -18,6 +18,7 @@ from sb3_ablation.common.zoo_budget import env_budget
 from sb3_ablation.study.analyse.paired_methods import smallest_p
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, env_margin, task_references
 from sb3_ablation.study.plan.config import StudyConfig
+from sb3_ablation.study.plan.designs import DESIGN_NAMES
 from sb3_ablation.study.plan.variants import Variant, baseline_name
 from sb3_ablation.study.run.backends import default_workers
 from sb3_ablation.study.run.estimate import estimate_study, study_tasks
@@ -137,7 +138,8 @@ def preflight(config: StudyConfig, plan: AnalysisPlan, quick: bool = False, time
     """
     The runs to do and their estimated time (:func:`~sb3_ablation.study.run.estimate.estimate_study`), and whether
     each env's family can reach ``differs`` (:func:`family_reach`). A study whose families can never reach it is
-    refused, unless it is a short try (``--quick``, or every env's budget below its zoo entry's), which is told instead.
+    refused, unless it is a short try (``--quick``, or every env's budget below its zoo entry's) or a factorial design
+    (whose main effects pool the cells), which are told instead.
 
     :param config: the study's settings
     :param plan: the plan in force (the folder's, else the one the study declares)
@@ -152,13 +154,15 @@ def preflight(config: StudyConfig, plan: AnalysisPlan, quick: bool = False, time
     short = quick or all(
         (zoo := env_budget("ablatable_td3", env)) is not None and budget < zoo for env, budget in budgets.items()
     )
-    if unreachable and pending and not short:  # refused before anything is timed
+    # a factorial design's main effects pool its cells (more pairs than seeds): only its cells against TD3 are told
+    design = any(spec.split(":")[0] in DESIGN_NAMES for spec in config.variants)
+    if unreachable and pending and not short and not design:  # refused before anything is timed
         return Preflight([], f"{unreachable[0].line()} (a short try, with --quick, runs anyway)")
     workers = min(config.workers or default_workers(), max(1, len(pending)))
     engine = config.engine if timed else "untimed"
     baseline = baseline_name([v.name for v in variants])
     lines = [estimate_study(pending, workers, engine, baseline).line()] if pending else []
     lines += [reach.line() for reach in reaches]
-    if unreachable and pending:
+    if unreachable and pending and not design:
         lines.append("a short try: it runs, and its report gives estimates with intervals, no verdicts")
     return Preflight(lines, None)
