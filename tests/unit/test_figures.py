@@ -151,3 +151,26 @@ def test_the_curves_legend_lies_below_the_panels_not_inside_one(tmp_path):
     renderer = fig.canvas.get_renderer()
     assert legend.get_window_extent(renderer).y1 <= fig.axes[0].get_tightbbox(renderer).y0
     plt.close(fig)
+
+
+def test_the_baseline_is_drawn_on_top_and_named_and_the_profiles_legend_is_outside(tmp_path, monkeypatch):
+    from sb3_ablation.study.render import figures
+
+    variants = ["td3", "no_replay_buffer", "no_clipped_double_q"]
+    styles = palette(variants)
+    taus = np.linspace(-1500.0, -100.0, 51)
+    profile = (np.linspace(-1400.0, -150.0, 10)[:, None] > taus[None, :]).mean(axis=0)
+    shown = {}
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path: shown.setdefault("fig", fig))
+    figures.plot_performance_profiles("t", {v: profile for v in variants}, None, taus, styles, "x", tmp_path / "p.png")
+    (ax,) = shown["fig"].axes
+    try:
+        by_label = {line.get_label(): line for line in ax.lines}
+        assert by_label["td3"].get_zorder() > max(by_label[v].get_zorder() for v in variants[1:])
+        legend = ax.get_legend()
+        assert [text.get_text() for text in legend.get_texts()] == ["td3: the baseline", *variants[1:]]
+        shown["fig"].canvas.draw()
+        box, axes_box = legend.get_window_extent(), ax.get_window_extent()
+        assert box.x0 >= axes_box.x1  # beside the axes, over no data
+    finally:
+        plt.close(shown["fig"])

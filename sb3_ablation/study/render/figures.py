@@ -80,6 +80,16 @@ def palette(variants: Sequence[str]) -> dict[str, VariantStyle]:
     return styles
 
 
+#: the baseline's curves are drawn over every other variant's
+BASELINE_ZORDER = 10
+
+
+def _label(variant: str, n_runs: int | None = None) -> str:
+    """A curve's legend entry: the variant, ``td3`` named as the baseline, and its runs."""
+    name = f"{variant}: the baseline" if variant == TD3 else variant
+    return name if n_runs is None else f"{name} (n={n_runs})"
+
+
 def _markevery(n_points: int, rank: int, n_curves: int, marks: int = 8) -> tuple[int, int]:
     """
     Where the ``rank``-th of ``n_curves`` curves puts its markers: every ``step``-th point (about ``marks`` per curve),
@@ -228,8 +238,10 @@ def plot_curve_panels(suptitle: str, panels: list[Panel], styles: dict[str, Vari
                 ax.plot(curve.timesteps[drawn], curve.per_run[:, drawn].T, color=style.color, linewidth=0.7, alpha=0.5)
                 ax.plot(curve.timesteps[drawn], curve.iqm[drawn], color=style.color, marker=style.marker)
             line = ax.lines[-1]
-            line.set(linestyle=style.linestyle, linewidth=style.linewidth, markersize=5, label=f"{variant} (n={curve.n_runs})")
+            line.set(linestyle=style.linestyle, linewidth=style.linewidth, markersize=5, label=_label(variant, curve.n_runs))
             line.set_markevery(_markevery(int(drawn.sum()), rank, len(panel.curves)))
+            if variant == TD3:  # the baseline every other curve is read against: on top of them
+                line.set_zorder(BASELINE_ZORDER)
         if panel.zero_line:
             ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--")
         ax.set_xlabel(panel.xlabel)
@@ -295,8 +307,10 @@ def plot_performance_profiles(
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5))
-    draw_performance_profiles(ax, profiles, cis, taus, styles, xlabel)
-    ax.legend(fontsize="small", loc="best")
+    lines = draw_performance_profiles(ax, profiles, cis, taus, styles, xlabel)
+    # beside the axes, not inside: the profiles fill the panel from corner to corner
+    labels = [_label(line.get_label()) for line in lines]
+    ax.legend(lines, labels, fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     ax.set_title(title, fontsize="medium")
     save_figure(fig, path)
 
@@ -340,7 +354,8 @@ def draw_performance_profiles(
     lines = [by_label[variant] for variant in profiles]
     for rank, (line, width) in enumerate(zip(lines, _stacked_widths(len(lines)), strict=True)):
         style = styles[line.get_label()]
-        line.set(marker=style.marker, markersize=5, linewidth=width, zorder=2 + rank / len(lines))
+        zorder = BASELINE_ZORDER if line.get_label() == TD3 else 2 + rank / len(lines)
+        line.set(marker=style.marker, markersize=5, linewidth=width, zorder=zorder)
         line.set_markevery(_markevery(len(taus), rank, len(lines)))
     return lines
 
