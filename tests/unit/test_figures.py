@@ -174,3 +174,30 @@ def test_the_baseline_is_drawn_on_top_and_named_and_the_profiles_legend_is_outsi
         assert box.x0 >= axes_box.x1  # beside the axes, over no data
     finally:
         plt.close(shown["fig"])
+
+
+def test_curve_panels_draw_the_baseline_on_top_named_and_shade_the_warm_up(tmp_path, monkeypatch):
+    from sb3_ablation.study.analyse.report_model import CurveEstimate
+    from sb3_ablation.study.render import figures
+    from sb3_ablation.study.render.report import warm_up_steps
+
+    steps = np.arange(0, 20_001, 1_000)
+    runs = np.vstack([np.linspace(300.0, 0.0, len(steps))] * 2)
+    curves = {v: CurveEstimate(steps, runs[0], None, runs) for v in ("td3", "no_clipped_double_q")}
+    shown = {}
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path: shown.setdefault("fig", fig))
+    manifest = {"hyperparams": {"Pendulum-v1": {"ablatable_td3": {"learning_starts": 10_000}}}}
+    panel = figures.Panel(
+        "overestimation", "Q", curves, zero_line=True, untrained_until=warm_up_steps(manifest, "Pendulum-v1")
+    )
+    figures.plot_curve_panels("t", [panel], palette(list(curves)), tmp_path / "c.png")
+    ax = shown["fig"].axes[0]
+    try:
+        labelled = {line.get_label(): line for line in ax.lines if not line.get_label().startswith("_")}
+        assert set(labelled) == {"td3: the baseline (n=2)", "no_clipped_double_q (n=2)"}
+        assert labelled["td3: the baseline (n=2)"].get_zorder() > labelled["no_clipped_double_q (n=2)"].get_zorder()
+        (span,) = ax.patches
+        assert (span.get_x(), span.get_x() + span.get_width()) == (0.0, 10_000.0)  # the warm-up, shaded
+        assert [text.get_text() for text in ax.texts] == ["warm-up: untrained"]
+    finally:
+        plt.close(shown["fig"])

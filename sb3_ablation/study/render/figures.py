@@ -200,6 +200,8 @@ class Panel:
     curves: dict[str, CurveEstimate]
     zero_line: bool = False
     xlabel: str = "environment steps"
+    #: the steps before training starts (the warm-up of random actions, an untrained critic), shaded (0: none)
+    untrained_until: int = 0
 
 
 def plot_curve_panels(suptitle: str, panels: list[Panel], styles: dict[str, VariantStyle], path: Path) -> None:
@@ -244,6 +246,9 @@ def plot_curve_panels(suptitle: str, panels: list[Panel], styles: dict[str, Vari
                 line.set_zorder(BASELINE_ZORDER)
         if panel.zero_line:
             ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--")
+        if panel.untrained_until > 0:  # its values there measure an untrained network, not what training does
+            ax.axvspan(0, panel.untrained_until, color="grey", alpha=0.2, linewidth=0, zorder=0)
+            ax.text(0.01, 0.98, "warm-up: untrained", transform=ax.transAxes, fontsize="small", va="top", color="dimgrey")
         ax.set_xlabel(panel.xlabel)
         ax.set_ylabel(panel.ylabel)
         linthresh = _symlog_threshold(panel)

@@ -87,12 +87,24 @@ DIAGNOSTIC_LABELS = {
 }
 
 
-def _curve_figures(env: str, figures_data: EnvFigures, colors: dict[str, Any], figures: Path) -> list[str]:
-    """Learning curves and the overestimation next to the training diagnostics; returns the markdown for them."""
+def warm_up_steps(manifest: dict[str, Any], env: str) -> int:
+    """The shortest warm-up (``learning_starts``) of the env's runs in a study's manifest (0: not recorded)."""
+    starts = [hp.get("learning_starts") for hp in manifest.get("hyperparams", {}).get(env, {}).values()]
+    return min((int(float(s)) for s in starts if s is not None), default=0)
+
+
+def _curve_figures(env: str, figures_data: EnvFigures, colors: dict[str, Any], figures: Path, warm_up: int = 0) -> list[str]:
+    """
+    Learning curves and the overestimation (its warm-up shaded) next to the training diagnostics; returns the
+    markdown for them.
+    """
     name, curves = safe_name(env), figures_data.curves
     band = curve_band(figures_data.curve_reps, [curves["mean_return"][v].n_runs for v in figures_data.shown])
     learning = Panel("return", "episode return (mean of evaluation episodes)", curves["mean_return"])
-    bias = Panel("value overestimation of critic 1", "Q1(s, a) - discounted return", curves["overestimation"], zero_line=True)
+    bias = Panel(
+        "value overestimation of critic 1", "Q1(s, a) - discounted return", curves["overestimation"], zero_line=True,
+        untrained_until=warm_up,
+    )  # fmt: skip
     diagnostics = [Panel(*DIAGNOSTIC_LABELS[key], curves[key]) for key in DIAGNOSTICS]
     plot_curve_panels(f"{env}: learning curves ({band})", [learning], colors, figures / f"{name}_learning_curves.png")
     lines = [f"![{env}: learning curves](figures/{name}_learning_curves.png)", "", f"Learning curves: {band}.", ""]
@@ -156,7 +168,8 @@ def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict
     plot_intervals(
         f"{env}: {primary.outcome.name}", primary.stats, colors, primary.outcome.short, figures / f"{name}_primary_ci.png"
     )
-    lines += _curve_figures(env, e.figures, colors, figures)
+    warm_up = warm_up_steps(model.data.manifest, env) if model.data is not None else 0
+    lines += _curve_figures(env, e.figures, colors, figures, warm_up)
     lines += _profile_figure(
         f"{env}: performance profile of the {primary.outcome.name}",
         e.figures.profile,
