@@ -67,19 +67,24 @@ class FolderBusy(Exception):
 def folder_lock(folder: Path) -> Iterator[None]:
     """
     Hold the study folder's lock (the one a study holds: ``flock`` on ``.study.lock``) without writing into the file,
-    which names the last study that held it.
+    which names the study that holds it; a file this had to create is removed when done, as a study removes its own.
 
     :raise FolderBusy: a study holds it
     """
     path = folder / LOCK_NAME
-    with open(path, "r" if path.exists() else "a") as file:
+    created = not path.exists()
+    with open(path, "a+") as file:
         try:
             fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            file.seek(0)
             raise FolderBusy(f"a study ({file.read().strip() or 'another process'}) is writing into it") from None
         try:
             yield
         finally:
+            if created:
+                with contextlib.suppress(OSError):
+                    path.unlink()
             fcntl.flock(file.fileno(), fcntl.LOCK_UN)
 
 
