@@ -71,3 +71,11 @@ def test_the_estimate_line():
         StudyEstimate(2, 1, None, "too short to be worth timing").line() == "2 runs on 1 worker (too short to be worth timing)"
     )
     assert [format_duration(s) for s in (44, 95, 3599, 3600 * 2 + 60 * 5)] == ["44 s", "2 min", "1 h 00 min", "2 h 05 min"]
+
+
+def test_one_comparison_is_said_in_the_singular():
+    reach = FamilyReach("Pendulum-v1", comparisons=1, hypotheses_each=1, alpha=0.05, n=2, test="wilcoxon")
+    assert reach.line() == (
+        "Pendulum-v1: 1 comparison, 2 seeds: the smallest p is 0.5 against the first step's level 0.05 (0.05 over 1 "
+        "hypothesis): no comparison can be differs; give at least 6 seeds (--seeds 6)"
+    )

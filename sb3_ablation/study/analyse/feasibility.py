@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sb3_ablation.common.utils import plural
 from sb3_ablation.common.zoo_budget import env_budget
 from sb3_ablation.study.analyse.paired_methods import smallest_p
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, env_margin, task_references
@@ -77,8 +78,9 @@ class FamilyReach:
         """One line: the smallest p against the level, and what would make a verdict possible where none is."""
         hypotheses = self.comparisons * self.hypotheses_each
         said = (
-            f"{self.env}: {self.comparisons} comparisons, {self.n} seeds: the smallest p is {self.smallest_p:.2g} "
-            f"against the first step's level {self.level:.2g} ({self.alpha:g} over {hypotheses} hypotheses)"
+            f"{self.env}: {plural(self.comparisons, 'comparison')}, {plural(self.n, 'seed')}: the smallest p is "
+            f"{self.smallest_p:.2g} against the first step's level {self.level:.2g} ({self.alpha:g} over "
+            f"{plural(hypotheses, 'hypothesis', 'hypotheses')})"
         )
         if self.reachable:
             return f"{said}: a differs is possible"
