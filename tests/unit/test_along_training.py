@@ -12,7 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sb3_ablation.study.analyse.along_training import AHEAD, BEHIND, env_along_training, sign_flip_bands
+from sb3_ablation.study.analyse.along_training import (
+    AHEAD,
+    BEHIND,
+    AlongTraining,
+    Bands,
+    env_along_training,
+    sign_flip_bands,
+)
 from sb3_ablation.study.analyse.results import RunCurves, StudyData
 from sb3_ablation.study.plan.variants import resolve_variants
 from sb3_ablation.study.render.along_training import (
@@ -216,3 +223,22 @@ def test_the_committed_calibration_keeps_the_band_at_alpha_on_the_studies_curves
     limit = report["alpha"] + 2 * math.sqrt(report["alpha"] * (1 - report["alpha"]) / report["reps"])
     real = {name: row for name, row in report["results"].items() if not name.startswith("simulated")}
     assert len(real) == 6 and all(row["names_a_null_step"] <= limit for row in real.values())
+
+
+def _with_sides(sides: list[int]) -> AlongTraining:
+    """A comparison whose simultaneous band lies above 0 (+1), below (-1) or around it (0) at steps 0, 5,000, ..."""
+    side = np.array(sides, dtype=np.float64)
+    steps = np.arange(len(sides)) * 5_000
+    band = np.array([side * 2 - 1, side * 2 + 1])  # [1, 3] above 0, [-3, -1] below, [-1, 1] around it
+    bands = Bands(side * 2, np.ones(len(sides)), band, band, 3.0, 0.001, 2**10, True)
+    return AlongTraining("no_delayed_policy_update", "td3", tuple(range(10)), steps, side * 2, "mean", bands)
+
+
+def test_the_phrase_names_each_direction_in_training_order_with_its_spans():
+    several = _with_sides([0, -1, 0, 0, 0, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])
+    assert where_phrase(several) == (
+        "behind at 5,000 steps; ahead at 25,000, 40,000-50,000 and 100,000 steps (5 of 21 evaluations)"
+    )
+    many = _with_sides([1, 0, 1, 0, 1, 0, 1, 1, 0])
+    assert where_phrase(many) == "ahead in 4 separate spans between 0 and 35,000 steps (5 of 9 evaluations)"
+    assert where_phrase(_with_sides([0, 0, 1])) == "ahead at 10,000 steps"

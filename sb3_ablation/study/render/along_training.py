@@ -12,7 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sb3_ablation.study.analyse.along_training import ALONG_ALPHA
+import numpy as np
+
+from sb3_ablation.study.analyse.along_training import AHEAD, ALONG_ALPHA, BEHIND
 from sb3_ablation.study.render.figures import save_figure, wrapped_title
 from sb3_ablation.study.render.format import fmt, fmt_p
 from sb3_ablation.study.render.json import number
@@ -45,24 +47,27 @@ def _span_text(span: Span) -> str:
     return f"{_steps(span.first)}-{_steps(span.last)}"
 
 
-def _direction_text(direction: str, spans: list[Span]) -> str:
+def _direction_text(direction: str, spans: list[Span], counted: int, evaluations: int) -> str:
     """One direction's spans: ``ahead from 25,000 to 300,000 steps`` (one span), ``ahead at 25,000, 40,000-60,000 and
-    295,000 steps`` (a few), ``ahead in 5 separate spans between 25,000 and 295,000 steps`` (more)."""
+    295,000 steps (5 of 61 evaluations)`` (a few), ``ahead in 5 separate spans between 25,000 and 295,000 steps (12 of
+    61 evaluations)`` (more)."""
     if len(spans) == 1:
         only = spans[0]
         where = f"at {_steps(only.first)}" if only.first == only.last else f"from {_steps(only.first)} to {_steps(only.last)}"
         return f"{direction} {where} steps"
+    share = f"({counted} of {evaluations} evaluations)"
     if len(spans) <= MAX_SPANS:
         named = [_span_text(span) for span in spans]
-        return f"{direction} at {', '.join(named[:-1])} and {named[-1]} steps"
-    return f"{direction} in {len(spans)} separate spans between {_steps(spans[0].first)} and {_steps(spans[-1].last)} steps"
+        return f"{direction} at {', '.join(named[:-1])} and {named[-1]} steps {share}"
+    first, last = _steps(spans[0].first), _steps(spans[-1].last)
+    return f"{direction} in {len(spans)} separate spans between {first} and {last} steps {share}"
 
 
 def where_phrase(c: AlongTraining) -> str:
     """
     Where in training the simultaneous band excludes 0, in words: ``ahead from 25,000 to 300,000 steps``, ``behind at
-    5,000 steps; ahead at 25,000, 185,000 and 295,000 steps``, ``not detected at any step (simultaneous 95% band)``,
-    or that the seeds are too few for the band to exclude 0 anywhere.
+    5,000 steps; ahead at 25,000, 185,000 and 295,000 steps (3 of 61 evaluations)``, ``not detected at any step
+    (simultaneous 95% band)``, or that the seeds are too few for the band to exclude 0 anywhere.
 
     :param c: the comparison along training
     """
@@ -74,8 +79,13 @@ def where_phrase(c: AlongTraining) -> str:
     spans = c.spans()
     if not spans:
         return f"not detected at any step (simultaneous {LEVEL} band)"
+    excluded = c.bands.excluded()
+    counts = {AHEAD: int(np.sum(excluded > 0)), BEHIND: int(np.sum(excluded < 0))}
     directions = dict.fromkeys(span.direction for span in spans)  # in the order they first appear
-    return "; ".join(_direction_text(direction, [s for s in spans if s.direction == direction]) for direction in directions)
+    return "; ".join(
+        _direction_text(direction, [s for s in spans if s.direction == direction], counts[direction], len(excluded))
+        for direction in directions
+    )
 
 
 def _at(c: AlongTraining, i: int) -> str:
@@ -195,7 +205,8 @@ def _figure(e: EnvAlongTraining) -> Callable[[Path], None]:
 def plot_along_training(e: EnvAlongTraining, path: Path) -> None:
     """
     One panel per variant: the mean return difference over training with its pointwise and simultaneous bands, the
-    plan's estimate (dotted), 0 (dashed), and the steps where the simultaneous band excludes 0 marked on the x axis.
+    plan's estimate (dotted), 0 (dashed), and the steps where the simultaneous band excludes 0 as a bar along the x
+    axis (green: above 0, orange: below).
 
     :param e: the env's comparisons along training
     :param path: the PNG to write
@@ -213,19 +224,12 @@ def plot_along_training(e: EnvAlongTraining, path: Path) -> None:
         ax.plot(steps, b.mean, color="#0072B2", linewidth=1.8, label="mean difference")
         ax.plot(steps, c.estimate, color="black", linewidth=1.0, linestyle=":", label=c.estimate_name)
         ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--")
-        excluded = b.excluded()
-        for side, color in ((1, "#009E73"), (-1, "#D55E00")):
-            marked = steps[excluded == side]
-            if len(marked):
-                ax.plot(
-                    marked,
-                    [0.0] * len(marked),
-                    linestyle="none",
-                    marker="|",
-                    markersize=10,
-                    color=color,
-                    label=f"band {'above' if side > 0 else 'below'} 0",
-                )
+        # the steps where the simultaneous band excludes 0: a bar along the x axis, half an evaluation either side
+        half = float(np.min(np.diff(steps))) / 2 if len(steps) > 1 else 0.5
+        for span in c.spans():
+            color = "#009E73" if span.direction == AHEAD else "#D55E00"
+            label = f"band {'above' if span.direction == AHEAD else 'below'} 0"
+            ax.axvspan(span.first - half, span.last + half, ymax=0.05, color=color, alpha=0.9, linewidth=0, label=label)
         ax.set_title(wrapped_title(f"{c.variant} - {c.baseline} (n={len(c.seeds)}): {where_phrase(c)}", 5.5), fontsize="small")
         ax.set_xlabel("environment steps")
         ax.set_ylabel("return difference")
@@ -254,19 +258,18 @@ def along_training_sections(model: ReportModel) -> list[Section]:
     envs = [e for e in model.along_training if e.comparisons or e.left_out]
     if not envs:
         return []
-    lines = [METHOD, ""]
+    lines = [METHOD, ""] if any(e.comparisons for e in envs) else []
     figures: dict[str, Callable[[Path], None]] = {}
     for e in envs:
         lines += [f"**{e.env}**", ""]
-        lines += [f"- {sentence(c)}" for c in e.comparisons.values()]
         if e.comparisons:
             name = f"{safe_name(e.env)}_along_training.png"
             figures[name] = _figure(e)
-            lines += ["", f"![{e.env}: effects along training](figures/{name})"]
+            lines += [f"- {sentence(c)}" for c in e.comparisons.values()]
+            lines += ["", f"![{e.env}: effects along training](figures/{name})", ""]
         note = _left_out_text(e)
         if note:
-            lines += ["", note]
-        lines += [""]
+            lines += [note, ""]
     json = {"method": METHOD, "alpha": ALONG_ALPHA, "metric": envs[0].metric, "descriptive": DESCRIPTIVE}
     return [Section(TITLE, lines, json, figures)]
 
