@@ -59,6 +59,7 @@ $(DOCS_STAMP): pyproject.toml constraints.txt
 docs: $(DOCS_STAMP)
 	$(PY) tools/docs_results.py --check
 	$(PY) tools/readme_answer.py --check
+	$(PY) tools/plain_answer.py --check
 	$(PY) tools/answer_key.py --check
 	$(PY) tools/algorithm_pages.py --check
 	OMP_NUM_THREADS=1 $(PY) -m sphinx -E -W --keep-going -q -b html docs docs/_build/html
