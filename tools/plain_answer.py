@@ -163,9 +163,12 @@ def detectable(m: Measured, variant: str) -> float | None:
 
 def along_training(m: Measured, variant: str) -> str:
     """Where in training the effect shows, in the words of the report's analysis of effects along training
-    (``envs.<env>.along_training.variants.<variant>.sentence``); empty where the report has no such analysis."""
-    text = dig(m.env_entry, "along_training", "variants", variant, "sentence")
-    return f" Along training: {text.rstrip('.')}." if text else ""
+    (``envs.<env>.along_training.comparisons.<variant>.where``: where the simultaneous band excludes 0); empty where the
+    report has no such analysis."""
+    where = dig(m.env_entry, "along_training", "comparisons", variant, "where")
+    if not where:
+        return ""
+    return f" Along training (removed minus TD3, simultaneous 95% band over the steps; descriptive): {where.rstrip('.')}."
 
 
 def mechanism(m: Measured, variant: str) -> str:

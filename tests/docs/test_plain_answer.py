@@ -153,12 +153,14 @@ def test_a_sequential_designs_detectable_difference_is_at_its_last_boundary():
 def test_the_along_training_clause_is_used_where_a_report_has_it(studies):
     def along(data):
         data["envs"]["Hopper-v5"]["along_training"] = {
-            "variants": {"no_delayed_policy_update": {"sentence": "ahead from 25k to 300k steps"}}
+            "comparisons": {"no_delayed_policy_update": {"where": "ahead from 25,000 to 300,000 steps"}}
         }
 
     _edit(studies, "hopper-paper-300k", along)
     results = plain_answer.results_section()
-    assert "Along training: ahead from 25k to 300k steps." in _sentence(results, "Hopper-v5, 300k", "delayed_policy_update")
+    delay = _sentence(results, "Hopper-v5, 300k", "delayed_policy_update")
+    assert delay.endswith("; descriptive): ahead from 25,000 to 300,000 steps. Overestimation at the end (critic 1's Q "
+                          "minus the discounted return, removed minus TD3; descriptive): HL -13 [-38, +19].")  # fmt: skip
     assert "Along training" not in _sentence(results, "Hopper-v5, 300k", "clipped_double_q")
 
 
