@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from report_fields import DECISIVE, dig, emphasised, shown_verdict
+from report_fields import DECISIVE, dig, emphasised, shown_verdict, test_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"
@@ -151,7 +151,7 @@ def component_answer(switch: str) -> list[str]:
             text += f"; seeds needed for the observed effect (the report's power estimate): {five['seeds_needed']}"
         lines.append(text + ".")
     if entry is not None:
-        verdict = entry.get("verdict")
+        verdict = test_verdict(entry)
         expected_sign = "0" if verdict == "equivalent" else sign(entry)
         # the notebook offers the test's three results; where the report shows another verdict, the model says so
         shown_as = "" if shown in (*DECISIVE, "unresolved") else f" (the notebook's test result; the report shows: {shown})"

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from report_fields import dig, emphasised, estimate_name, number, plan_phrase, shown_verdict
+from report_fields import dig, emphasised, estimate_name, number, plan_phrase, shown_verdict, test_verdict
 
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.learning_region import AT_FLOOR
@@ -270,9 +270,10 @@ def failures_text(m: Measured, variant: str) -> str:
 def disagrees(primary: dict, secondary: dict, outcome: str) -> bool:
     """The declared rule: a secondary outcome is shown where it reaches a verdict (differs or equivalent) that the
     primary does not have, or both differ in opposite directions (return outcomes only)."""
-    if secondary["verdict"] in DECISIVE and secondary["verdict"] != primary["verdict"]:
+    primary_result, secondary_result = test_verdict(primary), test_verdict(secondary)
+    if secondary_result in DECISIVE and secondary_result != primary_result:
         return True
-    both_differ = secondary["verdict"] == primary["verdict"] == "differs"
+    both_differ = secondary_result == primary_result == "differs"
     return both_differ and outcome in RETURN_OUTCOMES and (secondary["effect"] > 0) != (primary["effect"] > 0)
 
 
@@ -469,7 +470,7 @@ def tuned_lines() -> list[str]:
     rows, others = [], []
     for row in section["envs"][env]["comparisons"]:
         default, own = row["default"], row["own"]
-        if default is None or own is None or "differs" not in (default["verdict"], own["verdict"]):
+        if default is None or own is None or "differs" not in (shown_verdict(default), shown_verdict(own)):
             others.append(row)
             continue
         rows.append(
@@ -478,7 +479,7 @@ def tuned_lines() -> list[str]:
         )
     if not rows:
         return []
-    equivalent = all(r["default"] and r["own"] and r["default"]["verdict"] == r["own"]["verdict"] == "equivalent"
+    equivalent = all(r["default"] and r["own"] and shown_verdict(r["default"]) == shown_verdict(r["own"]) == "equivalent"
                      for r in others)  # fmt: skip
     rest = "the others equivalent with both" if equivalent else "no other `differs` with either"
     return [

@@ -107,6 +107,12 @@ def shown_verdict(entry: dict[str, Any], env_entry: dict[str, Any] | None = None
     return PLAIN_WORDS.get(verdict, verdict)
 
 
+def test_verdict(entry: dict[str, Any]) -> str:
+    """The test's own result (``differs``, ``equivalent``, ``unresolved``) before any label, for the rules that select
+    what a page shows (never printed as a verdict): ``test_verdict`` where report.json has it, else ``verdict``."""
+    return str(entry.get("test_verdict") or entry.get("verdict"))
+
+
 def emphasised(verdict: str) -> str:
     """A verdict as a page prints it: in bold where it is one the plan's error control gives (``differs``,
     ``equivalent``), plain otherwise (``unresolved``, the regime cases, a withheld verdict)."""

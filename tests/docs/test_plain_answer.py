@@ -180,3 +180,22 @@ def test_a_study_page_names_its_resumed_runs():
         "Runs resumed from a checkpoint (their records' `resumed_from`): Hopper-v5: td3 seeds 10-19 from step 50,000." in page
     )
     assert "resumed" not in docs_results.study_page(ROOT / "docs" / "studies" / "pendulum").split("\n## ")[0]
+
+
+def test_the_pages_stay_the_same_when_verdict_is_the_verdict_as_shown(studies):
+    """report.json's ``verdict`` is to become the verdict as shown (the test's own result under ``test_verdict``, a
+    secondary outcome's ``descriptive``): the generated pages read verdicts through one function, so they do not
+    change."""
+    before = (plain_answer.readme_block(), plain_answer.results_section(), readme_answer.tables(), answer_key.page())
+
+    def as_shown(data):
+        for env in data["envs"].values():
+            for outcome in env["outcomes"].values():
+                for entry in outcome["variants"].values():
+                    shown = shown_verdict(entry, env) if outcome.get("primary") else "descriptive"
+                    entry.update(test_verdict=entry["verdict"], verdict=shown, qualified_verdict=shown)
+
+    for folder in ("multitask", "hopper-paper-300k", "pendulum", "pendulum-sequential"):
+        _edit(studies, folder, as_shown)
+    after = (plain_answer.readme_block(), plain_answer.results_section(), readme_answer.tables(), answer_key.page())
+    assert after == before
