@@ -168,7 +168,8 @@ def along_training(m: Measured, variant: str) -> str:
     where = dig(m.env_entry, "along_training", "comparisons", variant, "where")
     if not where:
         return ""
-    return f" Along training (removed minus TD3, simultaneous 95% band over the steps; descriptive): {where.rstrip('.')}."
+    where = where.rstrip(".").removesuffix(" (simultaneous 95% band)")  # the clause names the band once
+    return f" Along training (removed minus TD3, simultaneous 95% band over the steps; descriptive): {where}."
 
 
 def mechanism(m: Measured, variant: str) -> str:

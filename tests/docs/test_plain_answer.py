@@ -153,7 +153,10 @@ def test_a_sequential_designs_detectable_difference_is_at_its_last_boundary():
 def test_the_along_training_clause_is_used_where_a_report_has_it(studies):
     def along(data):
         data["envs"]["Hopper-v5"]["along_training"] = {
-            "comparisons": {"no_delayed_policy_update": {"where": "ahead from 25,000 to 300,000 steps"}}
+            "comparisons": {
+                "no_delayed_policy_update": {"where": "ahead from 25,000 to 300,000 steps"},
+                "no_target_policy_smoothing": {"where": "not detected at any step (simultaneous 95% band)"},
+            }
         }
 
     _edit(studies, "hopper-paper-300k", along)
@@ -161,6 +164,8 @@ def test_the_along_training_clause_is_used_where_a_report_has_it(studies):
     delay = _sentence(results, "Hopper-v5, 300k", "delayed_policy_update")
     assert delay.endswith("; descriptive): ahead from 25,000 to 300,000 steps. Overestimation at the end (critic 1's Q "
                           "minus the discounted return, removed minus TD3; descriptive): HL -13 [-38, +19].")  # fmt: skip
+    smoothing = _sentence(results, "Hopper-v5, 300k", "target_policy_smoothing")
+    assert "over the steps; descriptive): not detected at any step. Overestimation" in smoothing
     assert "Along training" not in _sentence(results, "Hopper-v5, 300k", "clipped_double_q")
 
 
