@@ -65,7 +65,7 @@ def plot_forest(title: str, rows: Sequence[ForestRow], xlabel: str, path: Path) 
     ax.grid(axis="x", alpha=0.3)
     legend = "dot and line: estimate and 95% interval; grey: ±MDE, what these seeds could not resolve"
     if any(row.paper is not None for row in rows):
-        legend += "; cross: the TD3 paper's Table 2 (1M steps)"
+        legend += "; cross: the TD3 paper's Table 2 (1M steps, [400, 300] networks)"
     ax.set_title(wrapped_title(legend, 8.5), fontsize="small")
     fig.suptitle(wrapped_title(title, 8.5))
     fig.tight_layout()
