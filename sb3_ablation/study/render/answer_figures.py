@@ -37,7 +37,7 @@ def plot_forest(title: str, rows: Sequence[ForestRow], xlabel: str, path: Path) 
     """
     Draw the components' effects as a forest plot: per row the estimate (dot) and its 95% interval (line), the band
     from -MDE to +MDE shaded (a true effect inside it these seeds would miss more often than one time in five), the
-    paper's difference as a red cross, and the verdict as the row's label; first component on top.
+    paper's difference as a cross, and the verdict as the row's label; first component on top.
 
     :param title: the figure's title (the task condition)
     :param rows: the components, in the order to show them
