@@ -174,7 +174,10 @@ def learning_failures(learning: EnvLearning, failures: EnvFailures, baseline: st
     """
     base = learning.fates.get(baseline or "")
     variants = {}
-    for variant, runs in learning.fates.items():
+    # in the order of the plan's failure outcome (the study's variants)
+    order = [v for v in failures.variants if v in learning.fates] + [v for v in learning.fates if v not in failures.variants]
+    for variant in order:
+        runs = learning.fates[variant]
         reference = None if base is None or variant == baseline else base
         learned = {s: bool(f.did_not_learn) for s, f in runs.items() if f.did_not_learn is not None}
         diverged = {s: bool(f.diverged) for s, f in runs.items() if f.diverged is not None}

@@ -28,9 +28,9 @@ if TYPE_CHECKING:
 
 #: what a verdict shown with a label or regime means, before its comparisons
 LABEL_MEANINGS = {
-    CANNOT_TELL_CEILING: "both arms sit at the task's ceiling at this budget, where the margin and the ceiling "
-    "tolerance are of one size, so an equivalence there is true by construction (the learning curves, not this "
-    "budget's return, show what the component changes): ",
+    CANNOT_TELL_CEILING: "at the ceiling the margin and the ceiling tolerance are of one size, so an equivalence is "
+    "true by construction (the area under the learning curve and the curves show what the component changes before "
+    "it): ",
     CANNOT_TELL_FLOOR: "no run of either arm learned at this budget, so this says the budget is too short, not that "
     "the component does nothing: ",
     "unresolved (failures in an arm)": "equivalent on the return, but withheld: an arm has failed runs, which a test of "
