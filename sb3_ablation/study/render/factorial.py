@@ -318,7 +318,7 @@ def learning_json(learning: FactorialLearning, main: dict[str, Comparison] | Non
             None
             if c is None
             else {
-                **comparison_json(c),
+                **comparison_json(c, label=learning.conditional_labels.get(factor)),
                 "estimate": estimate,
                 "verdict_shown": qualified_verdict(c.verdict, learning.conditional_labels.get(factor)),
             }
