@@ -110,7 +110,7 @@ def _pair_lines(result: FactorialResult, shown: dict[str, str] | None = None, de
         verdict = (shown or {}).get(pair.word) or result.two[pair.word].verdict
         if descriptive:
             claim = f"interaction {fmt(pair.interaction)} (descriptive): read as they {need}, not tested"
-        elif verdict == DIFFERS:
+        elif verdict.startswith(DIFFERS):  # with its floor label, where it has one
             claim = f"interaction {fmt(pair.interaction)}, `{verdict}`: they {need} on this outcome"
         else:
             claim = (
