@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -54,7 +55,14 @@ def describe_comparison(c: Comparison, digits: int = 1) -> str:
 def estimates_text(comparisons: Mapping[str, Comparison], digits: int = 1) -> str:
     """Each comparison's estimate with its 95% interval, largest first (a descriptive line: no verdict's words)."""
     ordered = sorted(comparisons.values(), key=lambda c: -abs(c.effect) if c.effect == c.effect else 0.0)
-    return "; ".join(f"{c.name} {fmt(c.effect, digits)} {fmt_ci(c.ci, digits)}" for c in ordered)
+    return "; ".join(f"{c.name} {fmt(c.effect, digits)} {interval_text(c, digits)}" for c in ordered)
+
+
+def interval_text(c: Comparison, digits: int = 1) -> str:
+    """A comparison's 95% interval, or ``(no interval)`` where the test gave none."""
+    if c.ci is None or not all(math.isfinite(x) for x in c.ci):
+        return "(no interval)"
+    return fmt_ci(c.ci, digits)
 
 
 def verdict_lines(
@@ -183,6 +191,8 @@ def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) ->
             f"  - {result.outcome.name.capitalize()} (secondary: descriptive, estimates with 95% intervals, no verdict): "
             f"{estimates_text(result.comparisons)}."
         )
+    if replication:  # descriptive: no test's family or margin to state
+        return [*lines, ""]
     lines.append(
         f"  - How: {primary.outcome.name} ({plural(len(e.window), 'evaluation')}: steps {e.window[0]:,}-"
         f"{e.window[-1]:,}), n = {'/'.join(map(str, n))} seed pairs, "
