@@ -79,7 +79,8 @@ def test_where_td3_learns_is_rendered_with_the_region_the_failure_rates_and_the_
     assert clipped["conditional"]["effect"] == pytest.approx(3.0, abs=0.05) and clipped["conditional"]["verdict"] == DIFFERS
     assert clipped["conditional"]["estimate"] == "Hodges-Lehmann estimate"
     assert target["conditional"]["differences"] == pytest.approx([0.0] * 10, abs=0.05)
-    assert target["conditional"]["verdict"] == EQUIVALENT
+    assert target["conditional"]["test_verdict"] == EQUIVALENT  # the test's; `verdict` is the one shown
+    assert target["conditional"]["verdict"] == target["conditional"]["verdict_shown"]
     # every region cell ends within 53.35 of rl-zoo's -151.9: an equivalence there is the task's ceiling
     assert section["ceiling"]["at_ceiling"] is True
     assert target["conditional"]["verdict_shown"] == "cannot tell: both arms solve the task at this budget"
