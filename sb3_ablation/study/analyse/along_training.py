@@ -165,9 +165,10 @@ def sign_flip_bands(d: np.ndarray, alpha: float = ALONG_ALPHA, seed: int = 0) ->
     each = np.maximum(raw_each, centred_each)
     observed = maxima[0]  # the first pattern keeps every sign
     p_any = min(1.0, weight * int(np.sum(maxima >= observed * (1 - 1e-12))) / total)
-    with np.errstate(invalid="ignore"):  # inf * 0 where a step has no spread: a band of no width
-        simultaneous = np.nan_to_num(critical * se, nan=0.0)
-        pointwise = np.nan_to_num(each * se, nan=0.0)
+    # inf * 0 where a step has no spread: a band of no width; inf where too few seeds bound it (no pattern reaches alpha)
+    with np.errstate(invalid="ignore"):
+        simultaneous = np.nan_to_num(critical * se, nan=0.0, posinf=np.inf)
+        pointwise = np.nan_to_num(each * se, nan=0.0, posinf=np.inf)
     return Bands(
         mean,
         se,

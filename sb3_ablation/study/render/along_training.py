@@ -202,6 +202,12 @@ def _figure(e: EnvAlongTraining) -> Callable[[Path], None]:
     return draw
 
 
+def _drawable(values: Any) -> np.ndarray:
+    """The values with the non-finite ones as NaN, which matplotlib leaves out."""
+    values = np.asarray(values, dtype=float)
+    return np.where(np.isfinite(values), values, np.nan)
+
+
 def plot_along_training(e: EnvAlongTraining, path: Path) -> None:
     """
     One panel per variant: the mean return difference over training with its pointwise and simultaneous bands, the
@@ -219,8 +225,10 @@ def plot_along_training(e: EnvAlongTraining, path: Path) -> None:
     fig, axes = plt.subplots(rows, columns, figsize=(5.5 * columns, 3.8 * rows), squeeze=False, sharex=True)
     for ax, c in zip(axes.flat, panels, strict=False):
         b, steps = c.bands, c.timesteps
-        ax.fill_between(steps, *b.simultaneous, color="#0072B2", alpha=0.2, linewidth=0, label=f"simultaneous {LEVEL} band")
-        ax.fill_between(steps, *b.pointwise, color="#0072B2", alpha=0.35, linewidth=0, label=f"pointwise {LEVEL} interval")
+        # a band too few seeds cannot bound is infinite: left undrawn (it would stretch the axis to overflow)
+        simultaneous, pointwise = ([_drawable(edge) for edge in band] for band in (b.simultaneous, b.pointwise))
+        ax.fill_between(steps, *simultaneous, color="#0072B2", alpha=0.2, linewidth=0, label=f"simultaneous {LEVEL} band")
+        ax.fill_between(steps, *pointwise, color="#0072B2", alpha=0.35, linewidth=0, label=f"pointwise {LEVEL} interval")
         ax.plot(steps, b.mean, color="#0072B2", linewidth=1.8, label="mean difference")
         ax.plot(steps, c.estimate, color="black", linewidth=1.0, linestyle=":", label=c.estimate_name)
         ax.axhline(0.0, color="black", linewidth=0.8, linestyle="--")
