@@ -20,7 +20,7 @@ from sb3_ablation.study.analyse.provenance import (
     REPRODUCED,
 )
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
-from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, LearningRules
+from sb3_ablation.study.plan.analysis_plan import DEFAULT_CLAIMS, AnalysisPlan, LearningRules
 from sb3_ablation.study.render.status import seed_ranges
 from sb3_ablation.study.render.tables import margin_text
 
@@ -241,6 +241,8 @@ def plan_section(model: ReportModel, data: StudyData) -> list[str]:
         if given.learning is None and model.declared.learning is not None:
             # an invocation that leaves the learning rules out gives their defaults (as the study command reads it)
             given = dataclasses.replace(given, learning=LearningRules())
+        if given.claims is None and model.declared.claims is not None:
+            given = dataclasses.replace(given, claims=DEFAULT_CLAIMS)  # likewise the claims rule
         if given != model.declared:
             lines[-1] += " A later invocation gave another plan: " + "; ".join(given.differences(model.declared)) + "."
     windows = ", ".join(f"{e.env} {plural(len(e.window), 'evaluation')} ({e.window[0]:,}-{e.window[-1]:,} of "

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
+from sb3_ablation.study.analyse.report_model import NO_MARGIN_PLANNED
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.plan.variants import parse_variant
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
@@ -121,7 +122,9 @@ def outcome_table(
                 cells += [
                     f"{fmt(c.effect, digits)} {fmt_ci(c.ci, digits)} (n = {c.n})",
                     f"{fmt_p(c.p_raw)} ({fmt_p(c.p_adjusted)})",
-                    f"{fmt_p(c.p_equivalence)} ({fmt_p(c.p_equivalence_adjusted)})",
+                    "none planned"
+                    if result.margin.how == NO_MARGIN_PLANNED
+                    else f"{fmt_p(c.p_equivalence)} ({fmt_p(c.p_equivalence_adjusted)})",
                     verdict,
                     fmt(c.mde, digits),
                     "—" if c.verdict != "unresolved" else needed,
@@ -157,16 +160,28 @@ def table_legend(result: OutcomeResult, plan: AnalysisPlan) -> str:
     family = max((c.family_size for c in result.comparisons.values()), default=0)
     same = plan.equivalence_test == plan.test
     step = "Shaffer's step-down: at most one of a comparison's two claims can be false" if same else "Holm's step-down"
+    if plan.claim_rule == "partitioned":
+        step = "claims partitioned: both claims of a comparison at its share of alpha, Holm's step-down over the comparisons"
     if result.sequential is not None:
         step = "the group-sequential looks below decide instead of adjusted p-values, n/a here"
+    if plan.claim_rule == "differs":
+        claims = (
+            f"p not equivalent: none planned (claims: differs); adjusted: over the family's {family} comparisons, one "
+            f"family-wise alpha = {plan.alpha:g} (Holm's step-down). **differs**: the test rejects no difference; "
+            "unresolved: it does not (the plan makes no equivalence claims)."
+        )
+    else:
+        claims = (
+            f"p not equivalent: two one-sided tests at the margin (TOST) with the {TEST_NAMES[plan.equivalence_test]}"
+            + ("" if same else ", which failures pull down, so a variant that fails more often is not called equivalent")
+            + f"; adjusted: over the family's {family} comparisons, both kinds of claims sharing one family-wise alpha = "
+            f"{plan.alpha:g} ({step}). **differs**: the test rejects no difference; **equivalent**: the TOST places the "
+            f"difference within the margin {margin_text(result.margin)}; unresolved: neither."
+        )
     return (
         f"Paired Δ: the {TEST_NAMES[plan.test]} estimate of the per-seed differences (variant - baseline; a seed's runs "
         f"share initial weights and evaluation episodes) with its 95% interval. p no difference: that test, two-sided; "
-        f"p not equivalent: two one-sided tests at the margin (TOST) with the {TEST_NAMES[plan.equivalence_test]}"
-        + ("" if same else ", which failures pull down, so a variant that fails more often is not called equivalent")
-        + f"; adjusted: over the family's {family} comparisons, both kinds of claims sharing one family-wise alpha = "
-        f"{plan.alpha:g} ({step}). **differs**: the test rejects no difference; **equivalent**: the TOST places the "
-        f"difference within the margin {margin_text(result.margin)}; unresolved: neither. MDE: the smallest true "
+        f"{claims} MDE: the smallest true "
         f"difference a paired t-test would detect with {plan.power:.0%} power at this n and the first step's level "
         "(an approximation for the rank test); seeds needed: the seeds that would detect the observed Δ so."
     )
