@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from sb3_ablation.study.analyse.analysis import build_model
 from sb3_ablation.study.analyse.family_verdicts import DIFFERS, EQUIVALENT, UNRESOLVED, decide_family
@@ -170,3 +171,24 @@ def test_committed_plans_keep_their_rule_digest_and_verdicts():
                 None if np.isnan(c.p_adjusted) else c.p_adjusted,
                 None if np.isnan(c.p_equivalence_adjusted) else c.p_equivalence_adjusted,
             ), (outcome.outcome.key, variant)
+
+
+def test_the_hopper_1m_plan_reports_its_300k_hypothesis_in_its_family():
+    # the committed plan of hopper_paper_1m (claims: differs, TD3 - DP ahead at 300k), on curves whose answer is known
+    study = yaml.safe_load((ROOT / "sb3_ablation" / "study_files" / "hopper_paper_1m.yml").read_text())
+    plan = AnalysisPlan.from_dict(study["analysis"])
+
+    def returns(variant, seed, steps):
+        ahead = (variant == "no_delayed_policy_update") * np.where((steps >= 270_000) & (steps <= 300_000), 500.0, 0.0)
+        return 3000.0 + 10.0 * seed + ahead + (variant == "no_clipped_double_q") * (seed - 4.5)
+
+    data = curve_study(study["variants"], returns, seeds=10, env="Hopper-v5", budget=1_000_000, eval_freq=5_000)
+    model = build_model(data, plan, plan, "td3", 20, 0)
+    primary = model.envs[0].outcome("final_window")
+    (early,) = primary.earlier
+    assert early.name == "no_delayed_policy_update at 300,000 steps (one-sided: ahead)"
+    # the window of 270k-300k (7 evaluations) is 500 ahead on each of the 10 seeds; one family of 4 (Holm)
+    assert early.comparison.differences == (500.0,) * 10 and early.comparison.family_size == 4
+    assert (early.comparison.p_raw, early.comparison.p_adjusted, early.comparison.verdict) == (1 / 1024, 4 / 1024, DIFFERS)
+    assert primary.margin.how == NO_MARGIN_PLANNED and all(c.verdict == UNRESOLVED for c in primary.comparisons.values())
+    assert "no_delayed_policy_update at 300,000 steps (one-sided: ahead): 500.0" in findings_markdown(model)
