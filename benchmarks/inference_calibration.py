@@ -44,6 +44,9 @@ from sb3_ablation.study.plan.designs import Design, effect_words, full_factorial
 from sb3_ablation.study.plan.learning_rules import LearningRules
 from sb3_ablation.switches import SWITCHES
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from along_training_calibration import kept_section  # the section of calibration.md it writes, kept
+
 ALPHA = 0.05
 #: the variant's shift in the power scenarios, in SDs of the clean per-seed differences (variant worse)
 SHIFT = -1.0
@@ -1295,7 +1298,8 @@ def run(
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "calibration.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out / "calibration.md").write_text(markdown(report, cases))
+    page = out / "calibration.md"
+    page.write_text(kept_section(page.read_text() if page.is_file() else None, markdown(report, cases)))
     return report
 
 

@@ -126,12 +126,13 @@ def test_the_report_opens_with_its_findings_then_each_task_and_ends_with_the_met
     text = write_report(tmp_path, reps=REPS).read_text()
     order = [
         "# Ablation study report: Pendulum-v1", "analysis plan was fixed after 3 runs", "Study folder", "## Findings",
-        "## Pendulum-v1", "### Where TD3 learns", "### Tables and figures", "(primary; ", "## Method",
+        "## Pendulum-v1", "### Where TD3 learns", "### Tables and figures", "(primary; ", "## Effects along training",
+        "## Method",
         "### Analysis plan", "**Status: 30 of",
     ]  # fmt: skip
     positions = [text.find(marker) for marker in order]
     assert -1 not in positions and positions == sorted(positions), dict(zip(order, positions, strict=True))
-    assert text.count("\n## ") == 3  # findings, the task, the method: nothing else at the top level here
+    assert text.count("\n## ") == 4  # findings, the task, effects along training, the method: nothing else here
     # ten seeds decide no_replay_buffer: no pointer to a committed answer
     assert (
         "Too few seeds" not in text and read_json(tmp_path / "report.json")["envs"]["Pendulum-v1"]["committed_answer"] is None
@@ -226,7 +227,7 @@ def test_ten_seeds_with_a_clear_effect_differ_and_every_figure_is_written(tmp_pa
     assert report["across_envs"]["components"]["no_replay_buffer"]["task_dependent"] is False
 
     names = {path.name for path in (tmp_path / "figures").glob("*.png")}
-    per_env = ("learning_curves", "overestimation", "performance_profile", "primary_ci")
+    per_env = ("learning_curves", "overestimation", "performance_profile", "primary_ci", "along_training")
     expected = {f"{env}_{kind}.png" for env in envs for kind in per_env} | {"aggregate_normalized_score.png"}
     assert names == expected
     assert all(f"(figures/{name})" in text for name in expected)

@@ -216,6 +216,23 @@ def _half_signs(n: int) -> np.ndarray:
     return np.array([(1.0, *rest) for rest in itertools.product((1.0, -1.0), repeat=n - 1)])
 
 
+def sign_patterns(n: int, seed: int) -> tuple[np.ndarray, int, int]:
+    """
+    The sign patterns of a sign-flip statistic that flipping every sign leaves unchanged (``|mean| / se``, a maximum
+    of such over steps): exactly the 2^(n-1) patterns that keep the first difference, each standing for itself and its
+    negative, for n <= :data:`EXACT_MAX_N`; else the observed pattern and :data:`MONTE_CARLO_FLIPS` seeded random ones
+    (those of the sign-flip test).
+
+    :param n: number of pairs
+    :param seed: seed of the random patterns
+    :return: ``(patterns, weight, total)``: +1/-1 rows (the first keeps every sign: the observed statistic), how many
+        patterns each row stands for, and the number of patterns in all, the denominator of a p-value
+    """
+    if n <= EXACT_MAX_N:
+        return _half_signs(n), 2, 2**n
+    return np.vstack([np.ones((1, n)), _sampled_signs(n, seed)]), 1, MONTE_CARLO_FLIPS + 1
+
+
 def _trimmed_means(values: np.ndarray, overwrite: bool = False) -> np.ndarray:
     """20% trimmed means along the last axis (scipy's trim_mean: floor(0.2 n) cut from each end)."""
     n = values.shape[-1]

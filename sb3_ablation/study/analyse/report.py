@@ -18,6 +18,7 @@ import dataclasses
 import os
 from typing import Any
 
+from sb3_ablation.study.analyse.along_training import env_along_training
 from sb3_ablation.study.analyse.amendments import plan_version_verdicts
 from sb3_ablation.study.analyse.analysis import build_model, restricted
 from sb3_ablation.study.analyse.effects import half_normal_points
@@ -154,6 +155,12 @@ def analyse_study(
         tuning=tuning_comparison(data, model.envs, baseline, plan, reps, seed, {e.env: e for e in learning}),
         data=data,
         evaluations=evaluation_rows(out),
+        # each comparison at every evaluation step, on the seeds the verdicts use (descriptive)
+        along_training=[
+            found
+            for e in model.envs
+            if (found := env_along_training(confirmatory, e.env, baseline, plan.test, seed)) is not None
+        ],
     )
     # an amendment made after runs: the verdicts under each version of the plan, side by side
     return dataclasses.replace(model, plan_versions=plan_version_verdicts(data, model, seed))

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from sb3_ablation.study.analyse.along_training import EnvAlongTraining
     from sb3_ablation.study.analyse.factorial import Attainable, FactorialResult
     from sb3_ablation.study.analyse.failures import EnvFailures
     from sb3_ablation.study.analyse.inference import Comparison
@@ -521,6 +522,8 @@ class ReportModel:
         (:mod:`~sb3_ablation.study.analyse.provenance`; ``None``: not computed)
     :param plan_versions: where the plan was amended after runs had finished, the verdicts under each version of it
         (:class:`PlanVersionVerdicts`; empty otherwise)
+    :param along_training: per env, each comparison's return difference at every evaluation step with pointwise and
+        simultaneous bands (:mod:`~sb3_ablation.study.analyse.along_training`; descriptive)
     """
 
     plan: AnalysisPlan
@@ -543,6 +546,7 @@ class ReportModel:
     learning: list[EnvLearning] = field(default_factory=list)
     provenance: Provenance | None = None
     plan_versions: list[PlanVersionVerdicts] = field(default_factory=list)
+    along_training: list[EnvAlongTraining] = field(default_factory=list)
 
 
 __all__ = [

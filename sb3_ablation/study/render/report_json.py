@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.common.io import write_json_atomic
+from sb3_ablation.study.render.along_training import along_training_json
 from sb3_ablation.study.render.committed import answer_for
 from sb3_ablation.study.render.json import comparison_json, env_json, number
 from sb3_ablation.study.render.labels import aggregate_labels, labels_of
@@ -28,6 +29,7 @@ def _env(model: ReportModel, e: EnvResult) -> dict[str, Any]:
     learning = learning_of(model, e.env)
     answer = answer_for(model, e)
     extra = {
+        "along_training": along_training_json(model, e.env),
         "learning": None if learning is None else learning_json(learning, model.baseline, model.plan.alpha, model.plan.test),
         "committed_answer": None
         if answer is None
@@ -57,7 +59,10 @@ def model_json(model: ReportModel) -> dict:
       TD3's budget progress, the ceiling, and per variant its failures against the baseline's and its return among
       the runs that learned;
     - ``committed_answer``: the committed study a task with too few seeds for a verdict points to
-      (:mod:`~sb3_ablation.study.render.committed`), null otherwise.
+      (:mod:`~sb3_ablation.study.render.committed`), null otherwise;
+    - ``along_training``: each comparison's return difference at every evaluation step with pointwise and simultaneous
+      95% bands, the steps where the simultaneous band excludes 0 and its sentence
+      (:func:`~sb3_ablation.study.render.along_training.along_training_json`; descriptive, null: not computed).
     """
     across = None
     if model.across:
