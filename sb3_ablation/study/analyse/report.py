@@ -24,8 +24,8 @@ from sb3_ablation.study.analyse.analysis import build_model, restricted
 from sb3_ablation.study.analyse.effects import half_normal_points
 from sb3_ablation.study.analyse.engine_check import engine_check
 from sb3_ablation.study.analyse.factorial import analyse_outcome, attainable_verdicts, study_design
-from sb3_ablation.study.analyse.figure_data import env_figures
-from sb3_ablation.study.analyse.learning import EnvLearning, env_learning, factorial_learning
+from sb3_ablation.study.analyse.figure_data import env_figures, region_variants
+from sb3_ablation.study.analyse.learning import EnvLearning, env_learning, factorial_learning, learning_failures
 from sb3_ablation.study.analyse.learning_region import floor_label
 from sb3_ablation.study.analyse.provenance import study_provenance
 from sb3_ablation.study.analyse.report_model import (
@@ -124,8 +124,6 @@ def analyse_study(
     variants = [v for v in data.variants if any(v in data.runs.get(env, {}) for env in data.envs)]
     baseline = baseline or baseline_name(data.variants) or (variants[0] if variants else None)
     model = build_model(data, plan, declared, baseline, reps, seed, data.manifest.get("analysis_declared"))
-    # the figures show every seed's runs, the verdicts only the confirmatory seeds' (build_model restricts them)
-    envs = [dataclasses.replace(e, figures=env_figures(data, e, baseline, plan, reps, seed)) for e in model.envs]
     # where TD3 learns, by the plan's rules (plan/learning_rules.py; their defaults where the plan declares none)
     rules = plan.learning or LearningRules()
     learning = []
@@ -135,7 +133,23 @@ def analyse_study(
         primary = e.outcome(plan.primary)
         margin = primary.margin.value if primary is not None else float("nan")
         learning.append(env_learning(confirmatory, e.env, baseline, plan, rules, margin))
+    # one definition of "did not learn" and "critic diverged" per report: the learning rules', wherever they apply
+    by_env = {result.env: result for result in learning}
+    envs = [
+        dataclasses.replace(e, failures=learning_failures(by_env[e.env], e.failures, baseline, plan.alpha))
+        if e.env in by_env
+        else e
+        for e in model.envs
+    ]
     factorial = factorial_analyses(data, model.envs, plan, learning, baseline)
+    # the figures show every seed's runs, the verdicts only the confirmatory seeds' (build_model restricts them); a
+    # factorial's curves the baseline and its learning region's cells
+    shown = {}
+    for f in factorial:
+        found = study_design(data, f.env)
+        if f.learning is not None and found is not None:
+            shown[f.env] = region_variants(f.learning, found[1], baseline)
+    envs = [dataclasses.replace(e, figures=env_figures(data, e, baseline, plan, reps, seed, shown.get(e.env))) for e in envs]
     # a factorial's per-cell tables say which verdicts their family can reach at its seeds
     per_cell = {(f.env, o.key): o.per_cell for f in factorial for o in f.outcomes}
     envs = [

@@ -286,7 +286,9 @@ def plan_section(model: ReportModel, data: StudyData) -> list[str]:
         "runs.",
         f"- Failure outcome: a run did not learn when its final-window return is below "
         f"{plan.failure_fraction:.0%} of the reference span above the random policy (or the plan's declared return); "
-        f"a critic diverged when its overestimation is not finite or beyond {plan.divergence_factor:g}x the value span.",
+        f"a critic diverged when its overestimation is not finite or beyond {plan.divergence_factor:g}x the value span. "
+        "The report counts failures by the learning rules below wherever it applies them, so that one definition of "
+        "a failed run holds in every table.",
         f"- Power {plan.power:.0%} for the minimum detectable effect and the seeds needed.",
         _learning_line(plan),
         "",
