@@ -26,6 +26,24 @@ def factorial_study(factors, final_return, seeds=10, env="Pendulum-v1"):
     return StudyData(Path("synthetic"), manifest, [env], variants, {env: runs})
 
 
+def curve_study(variants, returns, seeds=10, env="Pendulum-v1", budget=20_000, eval_freq=1_000):
+    """
+    A leave-one-out study on ``env`` whose learning curves are known: a run's mean returns at the evaluation steps
+    (0, ``eval_freq``, ..., ``budget``) are ``returns(variant, seed, steps)``.
+    """
+    steps = np.arange(0, budget + 1, eval_freq)
+    runs = {}
+    for name in variants:
+        for seed in range(seeds):
+            values = np.asarray(returns(name, seed, steps), dtype=np.float64)
+            runs.setdefault(name, []).append(RunCurves(
+                seed=seed, timesteps=steps, values={"mean_return": values},
+                episode_returns=[np.array([value]) for value in values],
+            ))  # fmt: skip
+    manifest = {"hyperparams": {env: {"ablatable_td3": {"n_timesteps": budget, "gamma": 0.98}}}}
+    return StudyData(Path("synthetic"), manifest, [env], list(variants), {env: runs})
+
+
 def write_pendulum_study(out, finals, seeds=range(10)):
     """
     A leave-one-out study on Pendulum-v1 at 20k steps (its reference budget, gamma 0.98) written as run records:

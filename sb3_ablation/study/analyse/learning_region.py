@@ -136,7 +136,9 @@ def conditional_effects(
         for factor in factors
         for j in [design.factors.index(factor)]
     }
-    effects = compare_family(contrasts, plan.alpha, margin, plan.power, MIN_RUNS, plan.test, 0, plan.equivalence_test)
+    effects = compare_family(
+        contrasts, plan.alpha, margin, plan.power, MIN_RUNS, plan.test, 0, plan.equivalence_test, plan.claim_rule
+    )
     return ConditionalEffects(region, factors, effects, tuple(s for s, c in zip(seeds, complete, strict=True) if c))
 
 

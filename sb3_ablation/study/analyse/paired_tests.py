@@ -71,16 +71,24 @@ class PairedResult:
 
 
 def compare_paired(
-    d: Sequence[float] | np.ndarray, test: str, alpha: float, margin: float | None = None, rng_seed: int = 0
+    d: Sequence[float] | np.ndarray,
+    test: str,
+    alpha: float,
+    margin: float | None = None,
+    rng_seed: int = 0,
+    alternative: str = "two-sided",
 ) -> PairedResult:
     """
     One paired comparison of per-seed differences with a named test (see the module docstring).
 
     :param d: per-seed differences (variant - baseline); non-finite values are dropped
     :param test: a name of :data:`TESTS`
-    :param alpha: the level of the two-sided interval (1 - alpha)
+    :param alpha: the level of the interval (1 - alpha)
     :param margin: the equivalence margin (``None``, 0 or NaN: no equivalence test)
     :param rng_seed: seed of the resampling tests
+    :param alternative: ``"two-sided"``, or ``"greater"`` / ``"less"`` (H1: location above / below 0): then
+        ``p_differs`` is that one-sided p-value and the interval the matching one-sided (1 - alpha) bound (the other
+        end infinite), the shifts the one-sided test does not reject
     :return: the estimate, interval and p-values; with fewer than 2 pairs, NaN everywhere
     """
     _check_test(test)
@@ -90,8 +98,12 @@ def compare_paired(
     if n < 2:
         return PairedResult(test, n, math.nan, math.nan, math.nan, math.nan, math.nan)
     estimate = location(values, test)
-    low, high = paired_interval(values, test, alpha, rng_seed)
-    p_differs = float(paired_p_values(values, test, 0.0, "two-sided", rng_seed))
+    low, high = paired_interval(values, test, alpha if alternative == "two-sided" else 2 * alpha, rng_seed)
+    if alternative == "greater":
+        high = math.inf
+    elif alternative == "less":
+        low = -math.inf
+    p_differs = float(paired_p_values(values, test, 0.0, alternative, rng_seed))
     p_equivalent = math.nan
     if margin is not None and math.isfinite(margin) and margin > 0:
         p_equivalent = float(tost_p_value(values, test, margin, rng_seed))

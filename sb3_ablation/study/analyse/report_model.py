@@ -44,13 +44,17 @@ if TYPE_CHECKING:
     from sb3_ablation.study.analyse.results import StudyData
     from sb3_ablation.study.analyse.sequential import SequentialDecision
     from sb3_ablation.study.analyse.statistics import VariantStats
-    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, TaskReferences
+    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, EarlierBudget, TaskReferences
     from sb3_ablation.study.plan.designs import Design
 
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Per env: outcomes, margins, sequential looks
 # ----------------------------------------------------------------------------------------------------------------------
+
+
+#: how a margin reads where the plan makes no equivalence claims (``claims: differs``)
+NO_MARGIN_PLANNED = "none planned: claims: differs, the plan makes no equivalence claims"
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,24 @@ class Looks:
     nominal: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class EarlierResult:
+    """
+    A hypothesis at an earlier budget of the same runs (the plan's ``earlier_budgets``), decided in the primary
+    outcome's family.
+
+    :param hypothesis: as the plan declares it
+    :param name: how the report names it, e.g. ``no_delayed_policy_update at 300,000 steps (one-sided: ahead)``
+    :param comparison: its paired comparison: the primary outcome from each run's evaluations up to the budget, the
+        variant against the baseline on the same seeds, its p-value one-sided where the plan says so (the interval then
+        a one-sided bound), adjusted over the family it joins
+    """
+
+    hypothesis: EarlierBudget
+    name: str
+    comparison: Comparison
+
+
 @dataclass
 class OutcomeResult:
     """One outcome on one env: the family of variant-vs-baseline comparisons."""
@@ -109,6 +131,8 @@ class OutcomeResult:
     # where the env's variants form a factorial design: which verdicts this family of per-cell comparisons can reach
     # at its seeds (``None``: not a factorial)
     per_cell: Attainable | None = None
+    # the plan's hypotheses at earlier budgets of the same runs, in this (the primary outcome's) family
+    earlier: tuple[EarlierResult, ...] = ()
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.study.analyse.budget import AT_CEILING
@@ -139,6 +140,17 @@ def env_json(
                     )
                     for v, c in o.comparisons.items()
                 },
+                # only where the plan declares hypotheses at earlier budgets, which join this family
+                **(
+                    {
+                        "earlier_budgets": [
+                            {"name": r.name, "hypothesis": asdict(r.hypothesis), **comparison_json(r.comparison)}
+                            for r in o.earlier
+                        ]
+                    }
+                    if o.earlier
+                    else {}
+                ),
                 # only where the plan declares looks: reports of fixed designs keep their shape
                 **(
                     {

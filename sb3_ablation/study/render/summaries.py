@@ -25,7 +25,7 @@ from sb3_ablation.study.render.tables import margin_text
 if TYPE_CHECKING:
     from sb3_ablation.study.analyse.inference import Comparison
     from sb3_ablation.study.analyse.learning import EnvLearning
-    from sb3_ablation.study.analyse.report_model import EnvResult, ReportModel
+    from sb3_ablation.study.analyse.report_model import EarlierResult, EnvResult, ReportModel
 
 #: what a verdict shown with a label or regime means, before its comparisons
 LABEL_MEANINGS = {
@@ -123,6 +123,28 @@ def verdict_lines(
     return lines
 
 
+def one_sided_interval(c: Comparison, digits: int = 1) -> str:
+    """A comparison's interval as the report prints it: ``[low, high]``, or a one-sided bound ``[low, ∞)``."""
+    if c.ci and math.isinf(c.ci[1]) and math.isfinite(c.ci[0]):
+        return f"[{fmt(c.ci[0], digits)}, ∞) (one-sided)"
+    if c.ci and math.isinf(c.ci[0]) and math.isfinite(c.ci[1]):
+        return f"(-∞, {fmt(c.ci[1], digits)}] (one-sided)"
+    return fmt_ci(c.ci, digits)
+
+
+def earlier_line(result: EarlierResult, digits: int = 1) -> str:
+    """
+    A hypothesis at an earlier budget as its own finding: ``no_delayed_policy_update at 300,000 steps (one-sided:
+    ahead): +757.0 [241.1, ∞) (one-sided), n = 10, p 0.001, adjusted 0.004 (same family): **differs**``.
+    """
+    c = result.comparison
+    verdict = f"**{c.verdict}**" if c.verdict == DIFFERS else c.verdict + (f" ({c.reason})" if c.reason else "")
+    return (
+        f"{result.name}: {fmt(c.effect, digits)} {one_sided_interval(c, digits)}, n = {c.n}, p {fmt_p(c.p_raw)}, "
+        f"adjusted {fmt_p(c.p_adjusted)} (in this family): {verdict}"
+    )
+
+
 def regime_line(learning: EnvLearning, baseline: str | None) -> str | None:
     """
     What the baseline's own runs did, the first thing a task's findings say: how many of them learned (by the rules
@@ -173,6 +195,7 @@ def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) ->
     else:
         labels = labels_of(learning, primary.outcome.is_return)
         lines += [f"  - {line}" for line in verdict_lines(primary.comparisons, labels=labels)]
+        lines += [f"  - At an earlier budget of the same runs: {earlier_line(result)}." for result in primary.earlier]
     answer = None if replication else answer_for(model, e)
     if answer is not None:
         lines.append(f"  - Too few seeds here for a verdict. {answer.sentence()}")
@@ -197,7 +220,11 @@ def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) ->
         f"  - How: {primary.outcome.name} ({plural(len(e.window), 'evaluation')}: steps {e.window[0]:,}-"
         f"{e.window[-1]:,}), n = {'/'.join(map(str, n))} seed pairs, "
         + (f"{TEST_NAMES[model.plan.test]}, family of {family}" if family else f"no test (fewer than {MIN_RUNS} pairs)")
-        + f", alpha = {model.plan.alpha:g} for differs and equivalent together, margin {margin_text(primary.margin)}."
+        + (
+            f", alpha = {model.plan.alpha:g} for differs (no equivalence claims)."
+            if model.plan.claim_rule == "differs"
+            else f", alpha = {model.plan.alpha:g} for differs and equivalent together, margin {margin_text(primary.margin)}."
+        )
     )
     return [*lines, ""]
 

@@ -10,6 +10,7 @@ from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.failures import LEARNING_RULES
 from sb3_ablation.study.analyse.inference import DIFFERS
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
+from sb3_ablation.study.analyse.report_model import NO_MARGIN_PLANNED
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.plan.variants import parse_variant
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
@@ -135,7 +136,9 @@ def outcome_table(
                 cells += [
                     f"{fmt(c.effect, digits)} {fmt_ci(c.ci, digits)} (n = {c.n})",
                     f"{fmt_p(c.p_raw)} ({fmt_p(c.p_adjusted)})",
-                    f"{fmt_p(c.p_equivalence)} ({fmt_p(c.p_equivalence_adjusted)})",
+                    "none planned"
+                    if result.margin.how == NO_MARGIN_PLANNED
+                    else f"{fmt_p(c.p_equivalence)} ({fmt_p(c.p_equivalence_adjusted)})",
                     verdict,
                     "—" if descriptive else fmt(c.mde, digits),
                     "—" if descriptive or c.verdict != "unresolved" else needed,
@@ -171,13 +174,22 @@ def table_legend(result: OutcomeResult, plan: AnalysisPlan) -> str:
     family = max((c.family_size for c in result.comparisons.values()), default=0)
     same = plan.equivalence_test == plan.test
     step = "Shaffer's step-down: at most one of a comparison's two claims can be false" if same else "Holm's step-down"
+    if plan.claim_rule == "partitioned":
+        step = "claims partitioned: both claims of a comparison at its share of alpha, Holm's step-down over the comparisons"
     if result.sequential is not None:
         step = "the group-sequential looks below decide instead of adjusted p-values, n/a here"
+    no_equivalence = plan.claim_rule == "differs"
+    if no_equivalence:
+        step = "Holm's step-down" if result.sequential is None else step
     estimates = (
         f"Paired Δ: the {TEST_NAMES[plan.test]} estimate of the per-seed differences (variant - baseline; a seed's runs "
         f"share initial weights and evaluation episodes) with its 95% interval. p no difference: that test, two-sided; "
-        f"p not equivalent: two one-sided tests at the margin (TOST) with the {TEST_NAMES[plan.equivalence_test]}"
-        + ("" if same else ", which failures pull down, so a variant that fails more often is not called equivalent")
+        + (
+            "p not equivalent: none planned (claims: differs)"
+            if no_equivalence
+            else f"p not equivalent: two one-sided tests at the margin (TOST) with the {TEST_NAMES[plan.equivalence_test]}"
+            + ("" if same else ", which failures pull down, so a variant that fails more often is not called equivalent")
+        )
     )
     if not result.primary:
         return (
@@ -187,12 +199,15 @@ def table_legend(result: OutcomeResult, plan: AnalysisPlan) -> str:
         )
     margin = margin_text(result.margin)
     equivalent = (
-        f"**equivalent**: the TOST places the difference within the margin {margin}"
+        "no `equivalent` (the plan makes no equivalence claims)"
+        if no_equivalence
+        else f"**equivalent**: the TOST places the difference within the margin {margin}"
         if result.margin.value == result.margin.value
         else f"no `equivalent` (margin {margin})"
     )
+    shared = "one family-wise" if no_equivalence else "both kinds of claims sharing one family-wise"
     return (
-        f"{estimates}; adjusted: over the family's {family} comparisons, both kinds of claims sharing one family-wise "
+        f"{estimates}; adjusted: over the family's {family} comparisons, {shared} "
         f"alpha = {plan.alpha:g} ({step}). **differs**: the test rejects no difference; {equivalent}; unresolved: "
         f"neither. MDE: the smallest true difference a paired t-test would detect with {plan.power:.0%} power at this "
         "n and the first step's level (an approximation for the rank test); seeds needed: the seeds that would detect "
