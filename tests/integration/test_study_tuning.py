@@ -31,9 +31,9 @@ from sb3_ablation.study.run.tuning import (
 from sb3_ablation.study.store.lock import study_lock
 from sb3_ablation.study.store.manifest import open_manifest, read_manifest
 from sb3_ablation.study.store.runs import read_run, run_path
+from sb3_ablation.zoo.experiment import STUDY_AGGREGATE_ATTR, STUDY_TRIAL_SEEDS_ATTR
 from sb3_ablation.zoo.export import optuna_storage
 from sb3_ablation.zoo.hyperparams_opt import convert_declared_params
-from sb3_ablation.zoo.trials import STUDY_AGGREGATE_ATTR, STUDY_TRIAL_SEEDS_ATTR
 
 ENV = "Pendulum-v1"
 VARIANTS = ["td3", "no_target_networks"]
