@@ -43,7 +43,8 @@ def conduct(config: StudyConfig | str | os.PathLike[str], log: Callable[[str], A
     :raise StudyError: bad settings, or a folder made with other settings (one line)
     """
     if isinstance(config, StudyConfig):
-        config = dataclasses.replace(config, **settings)
+        # (the parsed seeds as they are: a plain list of one seed would read as a count again)
+        config = dataclasses.replace(config, **{"seeds": SeedList(config.seeds), **settings})
     else:
         config = StudyConfig(**{**command_defaults(), **load_config_file(config), **settings})
     if config.tuning:
