@@ -7,6 +7,7 @@ from dataclasses import replace as dataclasses_replace
 
 import numpy as np
 import pytest
+import yaml
 from scipy import stats
 
 from sb3_ablation.common.io import read_json, write_json_atomic
@@ -611,15 +612,18 @@ def test_a_sequential_report_stops_a_clear_effect_at_the_first_look_and_keeps_th
     assert "open: next block of seeds" in text and "differs at look 1" in text and "conditional bias" in text
 
 
-def test_a_sequential_study_runs_the_next_block_only_for_open_comparisons(tmp_path, monkeypatch):
-    from sb3_ablation.cli.study import _run_looks
+@pytest.mark.parametrize("entry_point", ["python", "command"])
+def test_a_sequential_study_runs_the_next_block_only_for_open_comparisons(tmp_path, monkeypatch, entry_point):
+    """``sb3_ablation.study.conduct`` and ``sb3-ablation study`` run the same blocks and stop at the same look."""
+    from sb3_ablation.cli.study import study_main
+    from sb3_ablation.study import conduct, flow
     from sb3_ablation.study.plan.config import StudyConfig
     from sb3_ablation.study.run import runner
 
     outcomes = leave_one_out()
     blocks = []
 
-    def fake_run_study(config):
+    def fake_run_study(config, log=print):
         """Write the block's runs as records with known outcomes, as a study would (and its manifest, once)."""
         variants = [v.name for v in config.variant_objects]
         blocks.append((variants, list(config.seeds)))
@@ -633,15 +637,16 @@ def test_a_sequential_study_runs_the_next_block_only_for_open_comparisons(tmp_pa
                 write_run(run_path(tmp_path, "Pendulum-v1", variant, seed), record)
         return runner.StudyResult(out=str(tmp_path), total=len(variants) * len(config.seeds), ok=1)
 
-    monkeypatch.setattr(runner, "run_study", fake_run_study)
-    config = StudyConfig(
-        envs=["Pendulum-v1"],
-        variants=["td3", "no_replay_buffer", "no_clipped_double_q"],
-        seeds=10,
-        out=str(tmp_path),
-        analysis=LOOKS_PLAN,
-    )
-    _run_looks(config)
+    monkeypatch.setattr(flow, "run_study", fake_run_study)
+    variants = ["td3", "no_replay_buffer", "no_clipped_double_q"]
+    if entry_point == "python":
+        config = StudyConfig(envs=["Pendulum-v1"], variants=variants, seeds=10, out=str(tmp_path), analysis=LOOKS_PLAN)
+        conduct(config)
+    else:
+        study_file = tmp_path.parent / f"{tmp_path.name}.yml"
+        study_file.write_text(yaml.safe_dump({"analysis": LOOKS_PLAN}))
+        argv = ["--config", str(study_file), "--env", "Pendulum-v1", "--variants", *variants, "--seeds", "10"]
+        assert study_main([*argv, "-f", str(tmp_path), "--no-progress"]) == 0
     assert blocks == [
         (["td3", "no_replay_buffer", "no_clipped_double_q"], [0, 1, 2, 3, 4]),
         (["td3", "no_clipped_double_q"], list(range(10))),
@@ -652,15 +657,15 @@ def test_a_sequential_study_runs_the_next_block_only_for_open_comparisons(tmp_pa
 
 
 def test_a_sequential_study_needs_td3_and_enough_seeds(tmp_path):
-    from sb3_ablation.cli.study import _run_looks
+    from sb3_ablation.study.flow import run_looks
     from sb3_ablation.study.plan.config import StudyConfig, StudyError
 
     config = StudyConfig(envs=["Pendulum-v1"], variants=["td3", "no_replay_buffer"], seeds=8, out=str(tmp_path / "a"))
     with pytest.raises(StudyError, match=r"analysis.looks ends at 10 seeds but the study has 8"):
-        _run_looks(dataclasses_replace(config, analysis=LOOKS_PLAN))
+        run_looks(dataclasses_replace(config, analysis=LOOKS_PLAN))
     config = StudyConfig(envs=["Pendulum-v1"], variants=["ddpg", "no_replay_buffer"], seeds=10, out=str(tmp_path / "b"))
     with pytest.raises(StudyError, match="td3, which is not among the variants"):
-        _run_looks(dataclasses_replace(config, analysis=LOOKS_PLAN))
+        run_looks(dataclasses_replace(config, analysis=LOOKS_PLAN))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 

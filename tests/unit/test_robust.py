@@ -352,7 +352,8 @@ def _calibration_module(monkeypatch):
 
 
 def test_the_calibration_smoke_run_writes_every_candidate(tmp_path, monkeypatch):
-    _calibration_module(monkeypatch).main(["--quick", "--out", str(tmp_path)])
+    # 5 replications per cell (--quick's 20 less): every table, scenario and family is still written
+    _calibration_module(monkeypatch).main(["--quick", "--reps", "5", "--out", str(tmp_path)])
     report = json.loads((tmp_path / "calibration.json").read_text())
     table = (tmp_path / "calibration.md").read_text()
     assert report["reps"] > 0 and report["chosen"] in (*TESTS, None)

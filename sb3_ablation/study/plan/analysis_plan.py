@@ -38,8 +38,9 @@ import yaml
 from sb3_ablation.common.suggestions import did_you_mean, quoted_with_suggestion
 
 OUTCOMES = ("final_window", "last", "auc", "overestimation")
-#: the paired tests the report can use (sb3_ablation.study.analyse.paired_tests); the default comes from the committed
-#: calibration table (docs/calibration.md)
+#: the names of the paired tests a plan can take: those of the registry
+#: (:data:`sb3_ablation.study.analyse.paired_methods.PAIRED_TESTS`, one row per test), named here because the plan is
+#: checked before the analysis (and scipy) is imported; ``tests/unit/test_inference.py`` checks they are the registry's
 TESTS = ("t", "wilcoxon", "signflip", "signflip_trimmed", "bootstrap_t", "bootstrap_percentile")
 #: the default of the committed calibration table (docs/calibration.json; a test checks they agree)
 DEFAULT_TEST = "wilcoxon"

@@ -232,6 +232,12 @@ class StudyConfig:
         return settings
 
 
+def command_defaults() -> dict[str, Any]:
+    """What ``sb3-ablation study`` (and :func:`sb3_ablation.study.conduct` with a study file) takes where neither the
+    file nor a flag gives it: the leave-one-out variants, 5 seeds, ``runs/study``."""
+    return {"variants": ["leave-one-out"], "seeds": 5, "out": "runs/study", "envs": []}
+
+
 def _check_positive_int(name: str, value: Any, optional: bool = False) -> None:
     if value is None and optional:
         return

@@ -14,6 +14,7 @@ from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.budget import AT_CEILING
 from sb3_ablation.study.analyse.inference import DIFFERS
 from sb3_ablation.study.analyse.learning_region import AT_FLOOR
+from sb3_ablation.study.analyse.paired_tests import ESTIMATE_NAMES
 from sb3_ablation.study.analyse.two_part import FAILURES_IN_AN_ARM
 from sb3_ablation.study.plan.learning_rules import paper_reference, random_return
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
     from sb3_ablation.study.analyse.run_fates import RunFate
     from sb3_ablation.study.analyse.two_part import Rate, TwoArm
 
-#: what the plan's paired test estimates (its point estimate of the per-seed differences)
-ESTIMATE_NAMES = {"wilcoxon": "Hodges-Lehmann estimate", "signflip_trimmed": "20% trimmed mean"}
 #: the failure family's verdict where its Holm-adjusted p is above alpha
 NO_EVIDENCE = "no evidence"
 #: the regime of a variant's and the baseline's runs, by the label a verdict on their return carries
@@ -42,8 +41,8 @@ REGIMES = {
 
 
 def estimate_name(test: str) -> str:
-    """What the plan's paired test ``test`` estimates: ``Hodges-Lehmann estimate``, ``20% trimmed mean`` or ``mean``."""
-    return ESTIMATE_NAMES.get(test, "mean")
+    """What the plan's paired test ``test`` estimates (its point estimate of the per-seed differences)."""
+    return ESTIMATE_NAMES[test]
 
 
 def _counts(runs: Mapping[int, RunFate]) -> dict[str, int | None]:
