@@ -111,7 +111,7 @@ class UpdateStep:
         Around a part's forward and backward: the first time, compiled, its seconds are kept in :attr:`compile_s`, and
         an error of ``torch.compile`` stops the step as one :class:`CompileError` line naming the part and the cause.
         """
-        if not self.compiled or part in self.compile_s:
+        if not self.compiled or part not in COMPILED_PARTS or part in self.compile_s:
             yield
             return
         started = time.perf_counter()
