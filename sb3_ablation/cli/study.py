@@ -129,7 +129,8 @@ def _study_parser() -> argparse.ArgumentParser:
         "--engine",
         help="process: each run in its own process (default); batched: the seeds of one env and variant trained "
         "together in one process with batched networks (more runs per hour for small networks; groups checkpoint "
-        "and resume like runs)",
+        "and resume like runs); batched-compiled: the batched engine with its critic and target updates compiled by "
+        "torch.compile (a declared setting: other last bits than batched)",
     )
     parser.add_argument(
         "--group-size",
