@@ -171,9 +171,9 @@ def analyse_study(
         evaluations=evaluation_rows(out),
         # each comparison at every evaluation step, on the seeds the verdicts use (descriptive)
         along_training=[
-            found
+            along
             for e in model.envs
-            if (found := env_along_training(confirmatory, e.env, baseline, plan.test, seed)) is not None
+            if (along := env_along_training(confirmatory, e.env, baseline, plan.test, seed)) is not None
         ],
     )
     # an amendment made after runs: the verdicts under each version of the plan, side by side
