@@ -14,6 +14,14 @@ thread, on a GPU in wall time), ``--repeats`` times, settings interleaved; the m
     python benchmarks/engine_scaling.py --device cuda --agents 1 10 64 640 --factorial-steps 2000 \
         --json benchmarks/results/engine_scaling_cuda.json       # see benchmarks/gpu_check.sh
 
+With ``--engines`` it compares the engines instead, for TD3 on each env of ``--envs`` ([64, 64]): SB3's TD3 and
+AblatableTD3 (one agent), and K TD3 agents in one BatchedTD3, eager (``--engine batched``) and with its update step
+compiled (``--engine batched-compiled``; compiled during the warm-up, its seconds reported apart), every setting in
+each repeat, interleaved, so that ratios measured side by side hold on a machine shared with other jobs:
+
+    OMP_NUM_THREADS=1 python benchmarks/engine_scaling.py --engines --envs Pendulum-v1 Hopper-v5 --agents 1 10 64 \
+        --steps 100 --repeats 3 --json benchmarks/results/engine_scaling_compiled_cpu.json
+
 With ``--factorial-steps N`` it also reports the wall time of the whole 2^6 x 10-seed Pendulum factorial (N steps
 per run) trained by the study runner with ``--engine batched --group-size 640`` (one worker: one process at a
 time), meant for a GPU.
@@ -36,8 +44,9 @@ from stable_baselines3 import TD3
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
 
+from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import BatchedTD3
-from sb3_ablation.batched.batched_td3 import MIXABLE_SWITCHES
+from sb3_ablation.batched.mixing import MIXABLE_SWITCHES
 from sb3_ablation.throughput.measure import cpu_model_name
 
 LEARNING_STARTS = 100
@@ -49,8 +58,8 @@ CELLS = [
 ]
 
 
-def _noise() -> NormalActionNoise:
-    return NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))
+def _noise(dimensions: int = 1) -> NormalActionNoise:
+    return NormalActionNoise(np.zeros(dimensions), 0.1 * np.ones(dimensions))
 
 
 def _batched(switches: list[dict[str, bool]], device: str, mixed: bool, replay_on_device: bool | None = None) -> BatchedTD3:
@@ -136,6 +145,55 @@ def factorial_wall_time(steps: int, device: str) -> float:
     return elapsed
 
 
+#: the engines of ``--engines``: one agent of SB3's TD3 and of AblatableTD3, K agents of BatchedTD3 eager and compiled
+ENGINES = ("sb3_td3", "ablatable_td3", "batched", "batched-compiled")
+
+
+def engine_rate(engine: str, env_id: str, n_agents: int, steps: int, compile_s: dict[str, float]) -> float:
+    """
+    Agent-steps per second of ``engine`` on ``env_id`` (TD3, [64, 64]; one agent for SB3's TD3 and AblatableTD3).
+
+    :param compile_s: where the compiled engine's compile seconds (its first gradient step) go, by ``env K``
+    """
+    dimensions = int(np.prod(make_vec_env(env_id, n_envs=1).action_space.shape))
+    if engine in ("sb3_td3", "ablatable_td3"):
+        algo = TD3 if engine == "sb3_td3" else AblatableTD3
+        model = algo("MlpPolicy", env_id, seed=0, action_noise=_noise(dimensions), **SETTINGS)
+        return steps / _timed_learn(model, steps)
+    env = make_vec_env(env_id, n_envs=n_agents, seed=0)
+    compiled = engine == "batched-compiled"
+    model = BatchedTD3("MlpPolicy", env, seed=0, action_noise=_noise(dimensions), compile_update=compiled, **SETTINGS)
+    rate = n_agents * steps / _timed_learn(model, steps)
+    if compiled:
+        compile_s.setdefault(f"{env_id} {n_agents}", sum(model.update_step.compile_s.values()))
+    return rate
+
+
+def compare_engines(env_ids: list[str], agents: list[int], steps: int, repeats: int) -> dict:
+    """The agent-steps per second of each engine of ENGINES (one repeat of every setting after another)."""
+    rates: dict[str, dict[str, list[float]]] = {}
+    compile_s: dict[str, float] = {}
+    for _ in range(repeats):
+        for env_id in env_ids:
+            for engine in ENGINES:
+                for n_agents in [1] if engine in ("sb3_td3", "ablatable_td3") else agents:
+                    rate = engine_rate(engine, env_id, n_agents, steps, compile_s)
+                    rates.setdefault(f"{env_id} {engine} {n_agents}", []).append(rate)
+    results: dict = {"agent_steps_per_s": {key: _summary(values) for key, values in rates.items()}, "ratios": {}}
+    results["compile_s"] = compile_s
+    for env_id in env_ids:
+        sb3 = rates[f"{env_id} sb3_td3 1"]
+        for n_agents in agents:
+            eager, compiled = rates[f"{env_id} batched {n_agents}"], rates[f"{env_id} batched-compiled {n_agents}"]
+            results["ratios"][f"{env_id} {n_agents}"] = {
+                # (each ratio of one repeat's rates, measured side by side)
+                "compiled_over_eager": _summary([c / e for c, e in zip(compiled, eager, strict=True)]),
+                "compiled_over_sb3": _summary([c / s for c, s in zip(compiled, sb3, strict=True)]),
+                "eager_over_sb3": _summary([e / s for e, s in zip(eager, sb3, strict=True)]),
+            }
+    return results
+
+
 def _summary(values: list[float]) -> dict[str, float]:
     return {"median": float(np.median(values)), "min": min(values), "max": max(values), "all": values}
 
@@ -156,12 +214,17 @@ def main() -> None:
     parser.add_argument(
         "--mixed-group-size", type=int, help="mixed groups of at most this many agents (default: one group of all K)"
     )
+    parser.add_argument("--engines", action="store_true", help="compare the engines (see the module docstring)")
+    parser.add_argument("--envs", nargs="+", default=["Pendulum-v1"], help="the envs of --engines")
     parser.add_argument("--json", help="write the results to this JSON file")
     parser.add_argument("--machine-note", default="", help="what else ran on the machine (into the JSON)")
     args = parser.parse_args()
     replay_on_device = {"auto": None, "yes": True, "no": False}[args.replay_on_device]
     if args.device == "cpu":
         th.set_num_threads(1)
+    if args.engines:
+        _print_engines(args)
+        return
     rates: dict[str, dict[str, list[float]]] = {str(k): {"per_variant": [], "mixed": []} for k in args.agents}
     sb3: list[float] = []
     for _ in range(args.repeats):
@@ -206,6 +269,31 @@ def main() -> None:
         seconds = factorial_wall_time(args.factorial_steps, args.device)
         result["factorial_2x6_10_seeds"] = {"steps_per_run": args.factorial_steps, "wall_time_s": seconds}
         print(f"2^6 x 10 seeds, {args.factorial_steps} steps per run: {seconds:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+
+
+def _print_engines(args: argparse.Namespace) -> None:
+    """``--engines``: run :func:`compare_engines`, print its table, write its JSON."""
+    result = {
+        "command": " ".join(sys.argv),
+        "device": args.device,
+        "cpu": cpu_model_name(),
+        "machine": args.machine_note,
+        "threads": th.get_num_threads(),
+        "torch": th.__version__,
+        "steps": args.steps,
+        "repeats": args.repeats,
+        "batch_size": SETTINGS["batch_size"],
+        "net_arch": SETTINGS["policy_kwargs"]["net_arch"],
+        **compare_engines(args.envs, args.agents, args.steps, args.repeats),
+    }
+    print(f"{result['cpu']}, one thread, agent-steps/s per CPU second, median [min, max] of {args.repeats}")
+    for key, summary in result["agent_steps_per_s"].items():
+        print(f"{key}: {summary['median']:.0f} [{summary['min']:.0f}, {summary['max']:.0f}]")
+    for key, ratios in result["ratios"].items():
+        print(key, ", ".join(f"{name} {ratio['median']:.2f}" for name, ratio in ratios.items()))
+    print("compile s:", {key: round(value, 1) for key, value in result["compile_s"].items()})
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
 

@@ -41,7 +41,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
 
 from sb3_ablation.batched import BatchedTD3
-from sb3_ablation.batched.batched_td3 import MIXABLE_SWITCHES
+from sb3_ablation.batched.mixing import MIXABLE_SWITCHES
 from sb3_ablation.study.plan.config import StudyConfig, load_config_file, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RunTask
 from sb3_ablation.study.run.batched import core_group_size, mixing_key

@@ -8,7 +8,9 @@ warnings, implied policy arguments and load refusals, the study's variants and t
 
 A seventh switch is a row here, its keyword in ``AblatableTD3.__init__`` (SB3's explicit signature, with its
 ``:param:`` line), the policy if it changes the networks, and one ``Component N`` branch in ``AblatableTD3.train()``;
-``tests/integration/test_ablatable_td3.py`` checks that the table, the keywords and the branches agree.
+``tests/integration/test_ablatable_td3.py`` checks that the table, the keywords and the branches agree, and that the
+batched engine (``BatchedTD3.implemented_switches``, a ``Component N`` branch of its ``train()`` or
+``batched/update.py``'s ``UpdateStep``) implements every switch.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from report_fields import dig
+from report_fields import dig, shown_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"
@@ -124,7 +124,7 @@ def ddpg_rows() -> list[str]:
             if report.get("baseline") != "td3" or not ddpg:
                 continue
             steps = entry.get("training_steps")
-            verdict = ddpg.get("qualified_verdict") or ddpg.get("verdict")
+            verdict = shown_verdict(ddpg, entry)
             rows.append(
                 f"| {study_link(folder)} | {env} | {'—' if steps is None else f'{int(steps):,}'} | {ddpg.get('n', '—')} "
                 f"| {fmt(dig(outcome, 'baseline', 'mean'))} | {verdict} | {fmt(ddpg.get('effect'), True)}"

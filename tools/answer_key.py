@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from report_fields import dig
+from report_fields import DECISIVE, dig, emphasised, shown_verdict, test_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"
@@ -122,13 +122,13 @@ def component_answer(switch: str) -> list[str]:
     entry = dig(primary, "variants", variant)
     if entry is not None:
         name = (primary or {}).get("name", "the primary outcome")
-        shown = entry.get("qualified_verdict") or entry.get("verdict")
+        shown = shown_verdict(entry, dig(report(PENDULUM[0]), "envs", PENDULUM[1]))
         lines.append(
-            f"- **The committed answer** (`{PENDULUM[0]}`, {setting(*PENDULUM)}), {name}: **{shown}**, "
+            f"- **The committed answer** (`{PENDULUM[0]}`, {setting(*PENDULUM)}), {name}: {emphasised(shown)}, "
             f"{estimate(entry)} (removing the component, return units, {entry.get('n')} seed pairs)."
         )
         margin = entry.get("margin")
-        if entry.get("verdict") == "equivalent" and margin is not None:
+        if shown == "equivalent" and margin is not None:
             lines.append(f"  The difference lies within the report's equivalence margin of ±{margin:,.1f}.")
     failures = dig(report(PENDULUM[0]), "envs", PENDULUM[1], "failures", "variants", variant, "did_not_learn")
     if failures and failures.get("failed"):
@@ -136,12 +136,13 @@ def component_answer(switch: str) -> list[str]:
     over = dig(outcome(*PENDULUM, "overestimation"), "variants", variant)
     if over is not None:
         lines.append(
-            f"- Overestimation at the end (critic 1's Q minus the discounted return obtained): **{over.get('verdict')}**, "
+            "- Overestimation at the end (critic 1's Q minus the discounted return obtained, descriptive): "
             f"{estimate(over)} against full TD3."
         )
     five = dig(outcome(*FIVE_SEEDS), "variants", variant)
     if five is not None:
-        text = f"- With 5 seeds (`{FIVE_SEEDS[0]}`, {setting(*FIVE_SEEDS)}): **{five.get('verdict')}**, {estimate(five)}"
+        five_shown = emphasised(shown_verdict(five, dig(report(FIVE_SEEDS[0]), "envs", FIVE_SEEDS[1])))
+        text = f"- With 5 seeds (`{FIVE_SEEDS[0]}`, {setting(*FIVE_SEEDS)}): {five_shown}, {estimate(five)}"
         if five.get("reason"):
             text += f"; the report's reason: {five['reason']}"
         if five.get("mde") is not None:
@@ -150,10 +151,13 @@ def component_answer(switch: str) -> list[str]:
             text += f"; seeds needed for the observed effect (the report's power estimate): {five['seeds_needed']}"
         lines.append(text + ".")
     if entry is not None:
-        verdict = entry.get("verdict")
+        verdict = test_verdict(entry)
         expected_sign = "0" if verdict == "equivalent" else sign(entry)
+        # the notebook offers the test's three results; where the report shows another verdict, the model says so
+        shown_as = "" if shown in (*DECISIVE, "unresolved") else f" (the notebook's test result; the report shows: {shown})"
         lines.append(
-            f'- *A model 4a*: `MY_VERDICT = "{verdict}"`, `MY_SIGN = "{expected_sign}"`, the mechanism above as the reason.'
+            f'- *A model 4a*: `MY_VERDICT = "{verdict}"`{shown_as}, `MY_SIGN = "{expected_sign}"`, the mechanism above as '
+            "the reason."
         )
     return [*lines, ""]
 
@@ -167,7 +171,8 @@ def task_table() -> list[str]:
         cells = []
         for folder, env, _ in TASKS:
             entry = dig(outcome(folder, env), "variants", f"no_{switch}")
-            cells.append("—" if entry is None else f"{entry.get('verdict')} {number(entry.get('effect'), 0)}")
+            shown = None if entry is None else shown_verdict(entry, dig(report(folder), "envs", env))
+            cells.append("—" if entry is None else f"{shown} {number(entry.get('effect'), 0)}")
         lines.append(f"| {switch} | " + " | ".join(cells) + " |")
     return lines
 
@@ -182,7 +187,7 @@ def task_summary() -> list[str]:
             entry = dig(outcome(folder, env), "variants", f"no_{switch}")
             if entry is None:
                 continue
-            verdict = str(entry.get("qualified_verdict") or entry.get("verdict"))
+            verdict = shown_verdict(entry, dig(report(folder), "envs", env))
             groups.setdefault(verdict, []).append(f"{title} ({sign(entry)})" if verdict == "differs" else title)
         parts = [f"{verdict} on {', '.join(tasks)}" for verdict, tasks in sorted(groups.items())]
         mechanism = MECHANISM[switch][0].upper() + MECHANISM[switch][1:]
@@ -202,7 +207,8 @@ def paper_lines() -> list[str]:
         for folder, env, title in columns:
             task = env.split("-v")[0]
             entry = dig(outcome(folder, env), "variants", variant)
-            here = "—" if entry is None else f"{entry.get('verdict')} {number(entry.get('effect'), 0)}"
+            shown = None if entry is None else shown_verdict(entry, dig(report(folder), "envs", env))
+            here = "—" if entry is None else f"{shown} {number(entry.get('effect'), 0)}"
             parts.append(f"{title}: paper {row[task] - full[task]:+,.0f}, here {here}")
         lines.append(f"- **{variant.removeprefix('no_')}**: {'; '.join(parts)}.")
     return lines

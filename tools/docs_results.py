@@ -27,7 +27,8 @@ import yaml
 TOOLS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TOOLS))
 
-import readme_answer  # noqa: E402  (the README's answer block: the same text opens the Results page)
+import plain_answer  # noqa: E402  (the README's answer block: the same table and paragraphs open the Results page)
+import readme_answer  # noqa: E402
 
 ROOT = TOOLS.parent
 STUDIES = ROOT / "docs" / "studies"
@@ -99,6 +100,10 @@ def study_page(folder: Path) -> str:
     extras = [f"[{page.stem}]({folder.name}-{page.stem}.md)" for page in _extra_pages(folder)]
     if extras:
         header += [f"Also in this study's folder: {', '.join(extras)}.", ""]
+    # which runs resumed from a checkpoint: the records say so, the report does not
+    resumed = plain_answer.resumed_text(plain_answer.resumed_in(folder))
+    if resumed:
+        header += [resumed, ""]
     body = _consecutive_headings(_relink("\n".join(lines[1:]).strip("\n"), folder))
     return "\n".join(header) + body + "\n"
 
@@ -132,7 +137,11 @@ def paper_lines() -> list[str]:
         "sign or size is a finding at this budget, not a contradiction of the paper.",
         "",
     ]
-    columns = [c for c in readme_answer.CONDITIONS if c.env.split("-v")[0] in paper["tasks"]]
+    columns = [
+        c
+        for c in readme_answer.CONDITIONS
+        if c.env.split("-v")[0] in paper["tasks"] and (readme_answer.STUDIES / c.sources[0].folder / "report.json").exists()
+    ]
     if not columns:
         return []
     tasks = list(dict.fromkeys(condition.env.split("-v")[0] for condition in columns))
@@ -195,12 +204,17 @@ def index_page(folders: list[Path]) -> str:
         "",
         "# Results",
         "",
-        "What the committed studies (`docs/studies/<name>/`: their plan, run records, report and figures) say. The "
-        "same answer opens the README. How to read the verdicts: [Reading a report](../statistics.md).",
+        "## Which components matter",
         "",
-        "## The answer",
+        "What removing each component from TD3 did to the return, per task condition (task, budget, "
+        "hyperparameters), from the committed studies (`docs/studies/<name>/`). How to read a verdict: "
+        "[Reading a report](../statistics.md).",
         "",
-        readme_answer.answer().rstrip("\n"),
+        plain_answer.results_section().rstrip("\n"),
+        "",
+        "## The answer's tables",
+        "",
+        readme_answer.tables().rstrip("\n"),
         "",
         "## The answer in detail",
         "",

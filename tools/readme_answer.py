@@ -6,7 +6,7 @@ README nor the repository's study folders: this script does.
 
 One answer per question: per task condition (task, budget, hyperparameters) one table, one row per component, every
 estimate on one sign convention (the component removed from full TD3, minus full TD3). Each row gives the answer's
-verdict and named estimate, the replicates of the same condition side by side with a test of their agreement, a
+verdict and named estimate, the replicates of the same condition side by side with their seeds, a
 secondary outcome where it disagrees with the primary, the failure rates and, per condition, TD3's own progress at the
 budget. The detail (factorial effects, sequential looks, the tuned arms, the paper's rows, each plan's record) is
 :func:`detail`, which opens docs/results/index.md after the answer.
@@ -30,10 +30,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import yaml
-from report_fields import dig, estimate_name, number, plan_phrase
-from scipy import stats
+from report_fields import dig, emphasised, estimate_name, number, plan_phrase, shown_verdict, test_verdict
 
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.learning_region import AT_FLOOR
@@ -113,6 +111,13 @@ CONDITIONS = (
         (Source("hopper-paper-300k", "group-sequential"),),
         paper_task="Hopper",
     ),
+    # the TD3 paper's budget on fresh seeds (study_files/hopper_paper_1m.yml): shown once its report is committed
+    Condition(
+        "Hopper-v5",
+        "the TD3 paper's hyperparameters, [64, 64] networks",
+        (Source("hopper-paper-1m", "fixed design, fresh seeds"),),
+        paper_task="Hopper",
+    ),
     Condition(
         "HalfCheetah-v5",
         "rl-zoo's hyperparameters, [64, 64] networks",
@@ -141,10 +146,9 @@ def cell(entry: dict | None, name: str = "") -> str:
     estimate's name, where the entry has no ``test`` to take it from)."""
     if entry is None:
         return "—"
-    verdict = entry.get("qualified_verdict") or entry["verdict"]
     name = name or (estimate_name(entry["test"]) if entry.get("test") else "")
     value = f"{name} {number(entry['effect'])}" if name else number(entry["effect"])
-    return f"**{verdict}** {value}" if verdict != "unresolved" else f"unresolved {value}"
+    return f"{emphasised(shown_verdict(entry))} {value}"
 
 
 def _interval(entry: dict) -> str:
@@ -203,8 +207,9 @@ def measurements(condition: Condition, variant: str, reports: dict[str, dict]) -
         comparison = dig(entry, "outcomes", PRIMARY, "variants", variant)
         if study is not None and entry is not None and comparison is not None and comparison.get("effect") is not None:
             # a sequential design's verdict is its decision (open until the next look)
-            decided = dig(entry, "outcomes", PRIMARY, "sequential", "decisions", variant, "verdict")
-            found.append(Measured(source, study, entry, {**comparison, "verdict": decided or comparison["verdict"]}))
+            decision = dig(entry, "outcomes", PRIMARY, "sequential", "decisions", variant)
+            shown = shown_verdict(comparison, entry, decision)
+            found.append(Measured(source, study, entry, {**comparison, "verdict_shown": shown}))
     return found
 
 
@@ -215,13 +220,8 @@ def the_answer(found: list[Measured]) -> Measured:
 
 
 def verdict_text(entry: dict, env: dict) -> str:
-    """The verdict as the report gives it (``qualified_verdict``: "equivalent (at ceiling)", ...), else with "at
-    ceiling" where report.json's ``learning.ceiling.at_ceiling`` flags the task and the verdict is an unlabelled
-    ``equivalent``."""
-    verdict = entry.get("qualified_verdict") or entry.get("verdict_shown") or entry["verdict"]
-    if verdict == "equivalent" and dig(env, "learning", "ceiling", "at_ceiling"):
-        verdict = "equivalent (at ceiling)"
-    return f"**{verdict}**" if verdict != "unresolved" else verdict
+    """The verdict as the report shows it (:func:`report_fields.shown_verdict`), in bold only where it is one."""
+    return emphasised(shown_verdict(entry, env))
 
 
 def estimate(entry: dict, env: dict, interval: bool = True) -> str:
@@ -230,23 +230,14 @@ def estimate(entry: dict, env: dict, interval: bool = True) -> str:
     return f"{verdict_text(entry, env)} {name} {number(entry['effect'])}{_interval(entry) if interval else ''}"
 
 
-def agreement(found: list[Measured]) -> str:
-    """The Kruskal-Wallis test of the replicates' per-seed differences, treated as independent samples (the studies'
-    runs differ even on the same seed numbers: engines, group sizes); empty for one replicate."""
-    groups = [np.asarray(m.entry.get("differences") or [], dtype=float) for m in found]
-    if len(found) < 2 or any(not len(g) for g in groups):
-        return ""
-    if np.ptp(np.concatenate(groups)) == 0:  # every difference identical: nothing to rank
-        return "; Kruskal-Wallis: all differences equal"
-    return f"; Kruskal-Wallis p = {stats.kruskal(*groups).pvalue:.2g}"
-
-
 def replicates_text(answer: Measured, found: list[Measured]) -> str:
     others = [m for m in found if m is not answer]
     if not others:
         return "—"
     items = [f"{m.label} (seeds {seed_range(m.seeds)}): {estimate(m.entry, m.env_entry, interval=False)}" for m in others]
-    return "; ".join(items) + agreement(found)
+    # side by side, with their seeds, and no test of agreement: the studies share seeds (their TD3 arms correlate),
+    # which a test of independent samples ignores, and a test that does not reject would say nothing of agreement
+    return "; ".join(items)
 
 
 def _rate(item: dict | None) -> str:
@@ -279,9 +270,10 @@ def failures_text(m: Measured, variant: str) -> str:
 def disagrees(primary: dict, secondary: dict, outcome: str) -> bool:
     """The declared rule: a secondary outcome is shown where it reaches a verdict (differs or equivalent) that the
     primary does not have, or both differ in opposite directions (return outcomes only)."""
-    if secondary["verdict"] in DECISIVE and secondary["verdict"] != primary["verdict"]:
+    primary_result, secondary_result = test_verdict(primary), test_verdict(secondary)
+    if secondary_result in DECISIVE and secondary_result != primary_result:
         return True
-    both_differ = secondary["verdict"] == primary["verdict"] == "differs"
+    both_differ = secondary_result == primary_result == "differs"
     return both_differ and outcome in RETURN_OUTCOMES and (secondary["effect"] > 0) != (primary["effect"] > 0)
 
 
@@ -291,7 +283,8 @@ def secondary_text(m: Measured, variant: str) -> str:
         entry = dig(m.env_entry, "outcomes", outcome, "variants", variant)
         if entry is None or entry.get("effect") is None or not disagrees(m.entry, entry, outcome):
             continue
-        items.append(f"{name}: {estimate(entry, m.env_entry)}")
+        # a secondary outcome is outside the primary's verdicts: its estimate and interval, no verdict words
+        items.append(f"{name}: {estimate_name(entry.get('test'))} {number(entry['effect'])}{_interval(entry)}")
     return "; ".join(items) or "—"
 
 
@@ -369,8 +362,8 @@ def condition_lines(condition: Condition) -> list[str]:
         f"**{condition.env}, {steps_text(steps)} steps, {condition.settings}.** {budget_progress(lead, condition.env)} "
         f"{failure_rule(lead)} Studies: {studies}.",
         "",
-        "| removed | answer: verdict, estimate [95% CI] (study, seeds) | replicates side by side; their agreement "
-        "| did not learn: removed vs TD3 | secondary outcome that disagrees |",
+        "| removed | answer: verdict, estimate [95% CI] (study, seeds) | replicates side by side (study, seeds) "
+        "| did not learn: removed vs TD3 | secondary outcome whose own test disagrees (descriptive: estimate [95% CI]) |",
         "|---|---|---|---|---|",
         *rows,
     ]
@@ -394,8 +387,12 @@ def paper_sentence(condition: Condition, lead: Measured) -> list[str]:
             if reached >= planned
             else f" This study is at look {reached} of {planned}; `open` awaits the next."
         )
+    decisions = looks.get("decisions") or {}
     directions = [
-        f"{v.removeprefix('no_')}: {paper_direction(entry, paper[v] - paper['td3'])}"
+        f"{v.removeprefix('no_')}: "
+        + paper_direction(
+            {**entry, "verdict": shown_verdict(entry, lead.env_entry, decisions.get(v))}, paper[v] - paper["td3"]
+        )
         for v, entry in variants.items()
         if v in paper
     ]
@@ -416,21 +413,24 @@ def paper_direction(entry: dict, paper_effect: float) -> str:
     if entry.get("verdict") == "differs":
         return "reproduced" if same else "**opposite to the paper** (differs): a finding at this budget"
     if None not in ci and (ci[0] > 0 or ci[1] < 0):
-        side = "the paper's side" if (ci[0] > 0) == (paper_effect > 0) else "**the other side**"
-        return f"95% interval on {side} of 0, no verdict"
+        side = "the paper's side" if (ci[0] > 0) == (paper_effect > 0) else "the other side"
+        return f"95% interval on {side} of 0 (descriptive: no verdict under the plan)"
     return "not detected"
 
 
-def answer() -> str:
+def tables() -> str:
+    """The answer's tables: per task condition, one row per component with the answer's verdict and interval, the
+    replicates side by side, the failure rates and the secondary outcomes whose own tests disagree."""
     lines = [
         "One table per task condition (task, budget, hyperparameters), one row per component. Every estimate is the "
         "return of TD3 with the component removed minus full TD3's, on the primary outcome, the mean return over the "
         "final 10% of training: negative means removing it hurts. HL: the Hodges-Lehmann estimate of the Wilcoxon "
         "signed-rank test, with its exact 95% CI; mean: the mean difference. `unresolved` is not 'no effect'. "
         "The answer is the study whose plan was declared before its first run, then the one with the most seeds; "
-        "the other studies of the same condition are shown beside it, not pooled, with a Kruskal-Wallis test of "
-        "their per-seed differences (unadjusted; p < 0.05: they disagree). A secondary outcome is shown where its "
-        "verdict or direction disagrees with the primary's. Factorial main effects average "
+        "the other studies of the same condition are shown beside it with their seeds, not pooled and not tested "
+        "against it (studies that share seeds are not independent samples). A secondary outcome is shown, as an "
+        "estimate with its interval, where its own test reaches a verdict or direction unlike the primary's. "
+        "Factorial main effects average "
         "over cells that never learn: they are in the detail.",
         *(line for condition in CONDITIONS for line in condition_lines(condition)),
         *tuned_lines(),
@@ -459,8 +459,8 @@ def _condition_spread(folder: str, env: str, variant: str) -> str:
 def tuned_lines() -> list[str]:
     """The components whose removal differs with either set of hyperparameters, both arms side by side, with the
     spread of the condition's estimates of the same removal. The tuned study's "share of the effect recovered" ratio is
-    not given: its denominator is one of those estimates, which spread widely over the condition's studies, and
-    report.json holds no per-seed differences of the tuned arm, so no interval over seeds can be put on it."""
+    not given: its denominator is one of those estimates, which spread widely over the condition's studies (the
+    study's own report gives it for its seeds, with a bootstrap interval over them)."""
     folder, env, title = TUNED
     if not (STUDIES / folder / "report.json").exists():
         return []
@@ -470,7 +470,7 @@ def tuned_lines() -> list[str]:
     rows, others = [], []
     for row in section["envs"][env]["comparisons"]:
         default, own = row["default"], row["own"]
-        if default is None or own is None or "differs" not in (default["verdict"], own["verdict"]):
+        if default is None or own is None or "differs" not in (shown_verdict(default), shown_verdict(own)):
             others.append(row)
             continue
         rows.append(
@@ -479,7 +479,7 @@ def tuned_lines() -> list[str]:
         )
     if not rows:
         return []
-    equivalent = all(r["default"] and r["own"] and r["default"]["verdict"] == r["own"]["verdict"] == "equivalent"
+    equivalent = all(r["default"] and r["own"] and shown_verdict(r["default"]) == shown_verdict(r["own"]) == "equivalent"
                      for r in others)  # fmt: skip
     rest = "the others equivalent with both" if equivalent else "no other `differs` with either"
     return [
@@ -487,9 +487,9 @@ def tuned_lines() -> list[str]:
         f"Re-tuned for itself ({folder}, {tuning['n_trials']} Optuna trials x {len(tuning['seeds'])} tuning seeds per "
         f"variant over {', '.join(tuning['search_space'])}, then seeds tuning never saw; {rest}): "
         + "; ".join(rows)
-        + ". No share of the effect 'recovered' by re-tuning is given: its denominator is one of the condition's "
-        "estimates, and the report holds no per-seed differences of the tuned arm to put an interval over seeds on "
-        "the ratio.",
+        + ". No share of the effect 'recovered' by re-tuning is given here: its denominator is one of the "
+        "condition's estimates, which spread widely over the condition's studies (the range in brackets); the "
+        f"study's [report]({folder}.md) gives that ratio for its own seeds, with a bootstrap interval.",
     ]
 
 
@@ -603,8 +603,9 @@ def factorial_lines(folder: str, env: str) -> list[str]:
     floor = bool(floor_cells(study["envs"][env]))
     main = []
     for name, e in section["main_effects"].items():
-        verdict = e.get("verdict_shown") or qualified_verdict(e["verdict"], AT_FLOOR if floor else None)
-        shown = f"**{verdict}**" if verdict != "unresolved" else verdict
+        # a report written before the floor label: the label the analysis gives an effect averaged over floor cells
+        labelled = e if e.get("verdict_shown") else {"verdict": qualified_verdict(e["verdict"], AT_FLOOR if floor else None)}
+        shown = emphasised(shown_verdict(labelled))
         main.append(f"{name} {shown} {number(-e['effect'])}")
     lines = [
         "",
@@ -637,7 +638,7 @@ def sequential_lines(folder: str, env: str) -> list[str]:
         else:
             where = (last, f"unresolved at the last look ({looks['looks'][-1]} seeds)")
         entry = (outcome or {})["variants"].get(variant)
-        shown = cell(None if entry is None else {**entry, "verdict": decision["verdict"]})
+        shown = cell(None if entry is None else {**entry, "verdict_shown": shown_verdict(entry, None, decision)})
         groups.setdefault(where, []).append(f"{variant.removeprefix('no_')} {shown}")
     return [
         "",
@@ -685,7 +686,9 @@ def main() -> int:
         return 1
     before, rest = text.split(START, 1)
     _, after = rest.split(END, 1)
-    new = f"{before}{START}\n{answer()}{END}{after}"
+    import plain_answer  # the README's block is the plain answer, which reads this module's conditions
+
+    new = f"{before}{START}\n{plain_answer.readme_block()}{END}{after}"
     if args.check:
         if new != text:
             print(f"{args.readme}: the answer block is not the one the committed reports give; run tools/readme_answer.py")

@@ -65,3 +65,55 @@ def plan_phrase(report: dict) -> str:
                 f"; amended after {version['finished_runs']} runs ({changes}): its report shows the verdicts under both plans"
             )
     return text
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The verdict a comparison is given, in every generated page: one function, so that every page says the same
+# ----------------------------------------------------------------------------------------------------------------------
+
+#: the plain words of the regime cases: two arms at the task's ceiling, or both at its floor, cannot be told apart at
+#: this budget, whatever the equivalence test says (at the ceiling the margin and the ceiling are the same distance)
+BOTH_SOLVE = "cannot tell: both arms solve the task at this budget"
+NEITHER_LEARNS = "cannot tell: neither arm learns"
+PLAIN_WORDS = {"equivalent (at ceiling)": BOTH_SOLVE, "equivalent (at floor)": NEITHER_LEARNS}
+#: the verdicts the plan's error control gives, the only ones printed in bold
+DECISIVE = ("differs", "equivalent")
+
+
+def shown_verdict(entry: dict[str, Any], env_entry: dict[str, Any] | None = None, decision: dict | None = None) -> str:
+    """
+    The verdict of a comparison as its report shows it: the one place the generated pages read a verdict from.
+
+    Today report.json keeps the test's result in ``verdict`` and the verdict shown in ``qualified_verdict`` (a
+    factorial effect's in ``verdict_shown``, a sequential design's in its ``decisions``); an unlabelled ``equivalent``
+    of a task that ``learning.ceiling`` flags is shown at the ceiling; the regime labels read in plain words
+    (:data:`PLAIN_WORDS`).
+
+    :param entry: the comparison (report.json's ``outcomes.<outcome>.variants.<variant>``, or any entry with ``verdict``)
+    :param env_entry: its task's entry (report.json's ``envs.<env>``), for the ceiling flag; ``None``: not known
+    :param decision: a sequential design's decision of the comparison (``sequential.decisions.<variant>``), if any
+    :return: the verdict, e.g. ``differs``, ``unresolved``, ``cannot tell: neither arm learns``
+    """
+    decision = decision or {}
+    verdict = str(
+        decision.get("qualified_verdict")
+        or decision.get("verdict")
+        or entry.get("verdict_shown")
+        or entry.get("qualified_verdict")
+        or entry.get("verdict")
+    )
+    if verdict == "equivalent" and dig(env_entry, "learning", "ceiling", "at_ceiling"):
+        verdict = "equivalent (at ceiling)"
+    return PLAIN_WORDS.get(verdict, verdict)
+
+
+def test_verdict(entry: dict[str, Any]) -> str:
+    """The test's own result (``differs``, ``equivalent``, ``unresolved``) before any label, for the rules that select
+    what a page shows (never printed as a verdict): ``test_verdict`` where report.json has it, else ``verdict``."""
+    return str(entry.get("test_verdict") or entry.get("verdict"))
+
+
+def emphasised(verdict: str) -> str:
+    """A verdict as a page prints it: in bold where it is one the plan's error control gives (``differs``,
+    ``equivalent``), plain otherwise (``unresolved``, the regime cases, a withheld verdict)."""
+    return f"**{verdict}**" if verdict in DECISIVE else verdict

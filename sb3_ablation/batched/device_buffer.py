@@ -137,4 +137,13 @@ class DeviceAgentReplayBuffer(AgentReplayBuffer):
         return ReplayBufferSamples(*(mirror[name][rows] for name in MIRRORED))
 
 
-__all__ = ["DeviceAgentReplayBuffer"]
+def placed_buffer(buffer: AgentReplayBuffer, on_device: bool) -> AgentReplayBuffer:
+    """``buffer``'s form that gathers its batches on the device (``on_device``) or on the host, its storage shared."""
+    if on_device and not isinstance(buffer, DeviceAgentReplayBuffer):
+        return DeviceAgentReplayBuffer.of(buffer)
+    if not on_device and isinstance(buffer, DeviceAgentReplayBuffer):
+        return buffer.on_host()
+    return buffer
+
+
+__all__ = ["DeviceAgentReplayBuffer", "placed_buffer"]

@@ -9,7 +9,12 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.noise import ActionNoise, NormalActionNoise, OrnsteinUhlenbeckActionNoise
+from stable_baselines3.common.noise import (
+    ActionNoise,
+    NormalActionNoise,
+    OrnsteinUhlenbeckActionNoise,
+    VectorizedActionNoise,
+)
 
 
 class AgentStream:
@@ -119,4 +124,41 @@ def agent_normal(like: th.Tensor, streams: Sequence[AgentStream], stds: Sequence
     return draws
 
 
-__all__ = ["AgentStream", "agent_normal"]
+def with_agent_noise(
+    scaled_actions: np.ndarray, action_noise: ActionNoise, streams: Sequence[AgentStream], sampling: Sequence[bool] | None
+) -> np.ndarray:
+    """
+    The agents' scaled actions with their exploration noise, agent k's drawn from its stream
+    (:meth:`AgentStream.action_noise`), clipped to [-1, 1] as SB3's ``_sample_action`` does.
+
+    :param action_noise: the group's noise (a ``VectorizedActionNoise``: agent k's is its k-th)
+    :param sampling: whether agent k has a Gaussian actor, where the agents differ in that: only the deterministic
+        ones then explore with action noise (the others by sampling themselves); ``None``: every agent
+    """
+    noises = action_noise.noises if isinstance(action_noise, VectorizedActionNoise) else [action_noise]
+    if sampling is None:
+        draws = [stream.action_noise(noise) for stream, noise in zip(streams, noises, strict=True)]
+        return np.clip(scaled_actions + np.stack(draws), -1, 1)
+    scaled_actions = np.array(scaled_actions)
+    for agent, (stream, noise) in enumerate(zip(streams, noises, strict=True)):
+        if not sampling[agent]:
+            scaled_actions[agent] = np.clip(scaled_actions[agent] + stream.action_noise(noise), -1, 1)
+    return scaled_actions
+
+
+def check_trainable_streams(streams: Sequence[AgentStream], device: th.device, name: str) -> None:
+    """
+    :param name: the model's class name, for the error
+    :raise ValueError: a stream's generator is on another device type than the model: each torch draw of training is
+        from agent k's generator, on the tensors' device, and a generator's state does not move between device types
+        (a group loaded on another device than its streams' is evaluated, not trained)
+    """
+    for stream in streams:
+        if stream.torch.device.type != device.type:
+            raise ValueError(
+                f"{name}'s random streams are on {stream.torch.device}, the model on {device}: "
+                f"to train it, load it with device='{stream.torch.device.type}'"
+            )
+
+
+__all__ = ["AgentStream", "agent_normal", "check_trainable_streams", "with_agent_noise"]

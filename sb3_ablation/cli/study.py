@@ -12,17 +12,20 @@ import signal
 import sys
 import textwrap
 import time
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sb3_ablation.cli import OneLineArgumentParser
 from sb3_ablation.study.plan.analysis_plan import OUTCOMES, AnalysisPlan, PlanError, check_plan_envs, parse_margins
-from sb3_ablation.study.plan.config import BACKENDS, SeedList, StudyConfig, StudyError, load_config_file, shipped_studies
-from sb3_ablation.study.plan.variants import baseline_name
-
-if TYPE_CHECKING:
-    from sb3_ablation.study.run.runner import StudyResult
+from sb3_ablation.study.plan.config import (
+    BACKENDS,
+    SeedList,
+    StudyConfig,
+    StudyError,
+    command_defaults,
+    load_config_file,
+    shipped_studies,
+)
 
 EXIT_OK, EXIT_RUNS_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 #: the width the shipped studies' descriptions are wrapped to in ``study --help``
@@ -127,7 +130,8 @@ def _study_parser() -> argparse.ArgumentParser:
         "--engine",
         help="process: each run in its own process (default); batched: the seeds of one env and variant trained "
         "together in one process with batched networks (more runs per hour for small networks; groups checkpoint "
-        "and resume like runs)",
+        "and resume like runs); batched-compiled: the batched engine with its critic and target updates compiled by "
+        "torch.compile (a declared setting: other last bits than batched)",
     )
     parser.add_argument(
         "--group-size",
@@ -228,10 +232,7 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
         settings["seeds"] = SeedList(args.seed_list)
     if hyperparams:
         settings["hyperparams"] = {**(settings.get("hyperparams") or {}), **hyperparams}
-    settings.setdefault("variants", ["leave-one-out"])
-    settings.setdefault("seeds", 5)
-    settings.setdefault("out", "runs/study")
-    settings.setdefault("envs", [])
+    settings = {**command_defaults(), **settings}
     settings["progress"] = not args.no_progress and args.verbose >= 1
     settings["verbose"] = args.verbose
     if settings.get("tensorboard_log") and importlib.util.find_spec("tensorboard") is None:
@@ -240,24 +241,21 @@ def config_from_args(args: argparse.Namespace) -> StudyConfig:
 
 
 def _run(config: StudyConfig, write_report_after: bool, quick: bool = False) -> int:
+    from sb3_ablation.study import conduct
     from sb3_ablation.study.analyse.feasibility import preflight
-    from sb3_ablation.study.run.runner import run_study
-    from sb3_ablation.study.run.tuning import run_tuned_study
+    from sb3_ablation.study.flow import declared_plan
 
     started = time.time()
     # SIGTERM (kill, a scheduler's stop) ends the study as Ctrl-C does: workers stopped, lock released, one line
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         if not config.tuning:  # before any run: the runs, their time, and whether the seeds can reach a verdict
-            said = preflight(config, _declared_plan(config), quick, timed=config.verbose >= 1)
+            said = preflight(config, declared_plan(config), quick, timed=config.verbose >= 1)
             for line in said.lines if config.verbose >= 1 else []:
                 print(line)
             if said.refusal is not None:
                 raise StudyError(said.refusal)
-        if config.tuning:  # every variant tuned for itself, then the confirmatory runs with both sets of hyperparameters
-            result = run_tuned_study(config)
-        else:
-            result = _run_looks(config) if _declared_plan(config).looks else run_study(config)
+        result = conduct(config)  # plain, tuned, or in group-sequential looks
     except KeyboardInterrupt as stop:
         how = "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
         print(
@@ -281,62 +279,6 @@ class Terminated(KeyboardInterrupt):
 
 def _raise_terminated(signum: int, frame: Any) -> None:
     raise Terminated
-
-
-def _declared_plan(config: StudyConfig) -> AnalysisPlan:
-    """The plan the study folder declared (``study.json``), else the one this invocation would declare."""
-    from sb3_ablation.study.store.manifest import MANIFEST_NAME, read_manifest
-
-    if (Path(config.out) / MANIFEST_NAME).is_file() and (declared := read_manifest(config.out).get("analysis")):
-        return AnalysisPlan.from_dict(declared)
-    return AnalysisPlan.from_dict(config.analysis)
-
-
-def _run_looks(config: StudyConfig) -> StudyResult:
-    """
-    A study whose plan declares group-sequential looks: the seeds in blocks up to each look (the study's seeds in
-    increasing order), each block only for the baseline and the comparisons the looks so far have left open.
-    """
-    from sb3_ablation.study.analyse.report import analyse_study
-    from sb3_ablation.study.analyse.sequential import OPEN
-    from sb3_ablation.study.run.runner import StudyResult, run_study
-
-    plan = _declared_plan(config)
-    names = [variant.name for variant in config.variant_objects]
-    baseline = baseline_name(names)
-    seeds = sorted(plan.seeds or config.seeds)
-    if baseline is None:
-        raise StudyError(f"analysis.looks compares every variant with td3, which is not among the variants {names}")
-    if len(seeds) < plan.looks[-1]:
-        raise StudyError(
-            f"analysis.looks ends at {plan.looks[-1]} seeds but the study has {len(seeds)} ({seeds}); "
-            f"give at least {plan.looks[-1]} seeds"
-        )
-    total = StudyResult(out=str(config.out), total=0)
-    still_open = {env: [v for v in names if v != baseline] for env in config.envs}
-    for k, n in enumerate(plan.looks):
-        by_open: dict[tuple[str, ...], list[str]] = {}
-        for env, open_variants in still_open.items():
-            if open_variants:
-                by_open.setdefault(tuple(open_variants), []).append(env)
-        for group, envs in by_open.items():
-            print(f"look {k + 1} of {len(plan.looks)} ({n} seeds): {', '.join(envs)}: {baseline} and {len(group)} open")
-            block = replace(config, envs=envs, variants=[baseline, *group], seeds=SeedList(seeds[:n]))
-            total.add(run_study(block))
-        if total.failed:
-            print("failed runs: the look cannot be analysed; rerun the same command to retry them", file=sys.stderr)
-            return total
-        model = analyse_study(config.out, reps=100)
-        for e in model.envs:
-            primary = e.outcome(model.plan.primary)
-            if e.env in still_open and primary is not None and primary.sequential is not None:
-                decisions = primary.sequential.decisions
-                still_open[e.env] = [v for v in still_open[e.env] if decisions.get(v) and decisions[v].verdict == OPEN]
-                closed = {v: d.verdict for v, d in decisions.items() if d.verdict != OPEN}
-                print(f"look {k + 1}, {e.env}: {', '.join(f'{v} {d}' for v, d in closed.items()) or 'none decided'}")
-        if not any(still_open.values()):
-            break
-    return total
 
 
 def _report(out: str, reps: int | None = None, seed: int | None = None, **plan_changes) -> Path:

@@ -36,44 +36,28 @@
   (:mod:`~sb3_ablation.study.render.format`); it imports types and constants from analyse, never a function that
   computes.
 
-A report flows one way: store -> analyse (``analyse_study``) -> report model -> render (``render_report``);
-:func:`write_report`, here above the layers, does both. The command line (:mod:`sb3_ablation.cli`) sits on top.
-``tests/unit/test_layers.py`` checks the order,
+A report flows one way: store -> analyse (``analyse_study``) -> report model -> render (``render_report``).
+Above the layers, :mod:`~sb3_ablation.study.flow` holds this package's two names: :func:`conduct` runs or resumes a
+study (plain, tuned or in group-sequential looks) and :func:`write_report` does both steps of the report. The command
+line (:mod:`sb3_ablation.cli`) sits on top. ``tests/unit/test_layers.py`` checks the order,
 ``tests/unit/test_report_flow.py`` that render computes nothing.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sb3_ablation.study.flow import conduct, write_report
+
+__all__ = ["conduct", "write_report"]
 
 
-def write_report(
-    out: str | os.PathLike,
-    reps: int | None = None,
-    seed: int | None = None,
-    baseline: str | None = None,
-    **plan_changes: Any,
-) -> Path:
-    """
-    Analyse a study (:func:`~sb3_ablation.study.analyse.report.analyse_study`) and render its report
-    (:func:`~sb3_ablation.study.render.report.render_report`): ``<out>/report.md``, ``<out>/report.json``, the figures
-    (``<out>/figures/*.png``) and the tidy table of the evaluations (``<out>/evaluations.csv``).
+def __getattr__(name: str) -> Any:
+    # conduct and write_report import every layer: loaded when first asked for, so that a layer (plan, store, ...) is
+    # imported without the analysis and matplotlib
+    if name in __all__:
+        from sb3_ablation.study import flow
 
-    :param out: the study folder
-    :param reps: bootstrap replications of the IQM intervals (curves and profiles use at most 2,000; default 10,000)
-    :param seed: bootstrap seed (default 0)
-    :param baseline: variant to compare against (default ``td3``, or the study's first variant without it)
-    :param plan_changes: changes to the declared analysis plan (``alpha``, ``primary``, ``margins``, ...)
-    :return: the report's path
-    """
-    # imported when called: the study's layers (plan, store, ...) are imported without the analysis and matplotlib
-    from sb3_ablation.study.analyse.report import analyse_study
-    from sb3_ablation.study.analyse.statistics import DEFAULT_REPS, DEFAULT_SEED
-    from sb3_ablation.study.render.report import render_report
-
-    model = analyse_study(
-        out, DEFAULT_REPS if reps is None else reps, DEFAULT_SEED if seed is None else seed, baseline, **plan_changes
-    )
-    return render_report(model, out)
+        return getattr(flow, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

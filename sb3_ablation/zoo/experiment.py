@@ -1,9 +1,13 @@
 """rl_zoo3's ExperimentManager with the few hooks this package needs; everything else is rl_zoo3's own code.
 
 The hooks override public methods only (``read_hyperparameters``, ``setup_experiment``, ``create_envs``,
-``hyperparameters_optimization``, ``objective``) and read the manager's public attributes. ``objective`` is
-rl_zoo3's own for one seed per trial; with several (:attr:`AblationExperimentManager.trial_seeds`), it is
-:func:`sb3_ablation.zoo.trials.multi_seed_objective`.
+``hyperparameters_optimization``) and read the manager's public attributes. ``objective`` is rl_zoo3's own, one seed
+per trial; :class:`sb3_ablation.zoo.trials.MultiSeedExperimentManager` trains several
+(:attr:`AblationExperimentManager.trial_seeds`).
+
+This module never imports :mod:`~sb3_ablation.zoo.trials` (which imports the batched engine):
+``AblatableTD3.from_zoo`` imports it, inside the method, and so loads only the zoo's modules beyond what
+``import sb3_ablation`` has loaded (``tests/unit/test_layers.py``).
 """
 
 from __future__ import annotations
@@ -40,10 +44,17 @@ from sb3_ablation.zoo.hyperparams import (
     read_entry,
 )
 from sb3_ablation.zoo.registry import register
-from sb3_ablation.zoo.trials import STUDY_AGGREGATE_ATTR, STUDY_TRIAL_SEEDS_ATTR, multi_seed_objective, trial_seeds
 
 #: Study user attribute holding the study's fixed settings (:meth:`AblationExperimentManager.study_settings`).
 STUDY_SETTINGS_ATTR = "sb3_ablation:fixed_settings"
+#: Study user attributes: the number of seeds per trial and the aggregate (the same for every trial of a study).
+STUDY_TRIAL_SEEDS_ATTR = "sb3_ablation:trial_seeds"
+STUDY_AGGREGATE_ATTR = "sb3_ablation:trial_aggregate"
+
+
+def trial_seeds(seed: int, n_seeds: int) -> list[int]:
+    """The seeds of every trial: ``seed``, ``seed + 1``, ..., ``seed + n_seeds - 1``."""
+    return [seed + index for index in range(n_seeds)]
 
 
 def _differences(stored: dict[str, Any], settings: dict[str, Any]) -> str:
@@ -83,9 +94,8 @@ class AblationExperimentManager(ZooExperimentManager):
       as the cause (with its ``env_kwargs``), not the config;
     - accepts ``noise_type: null`` (no action noise), as an exported "no noise" trial has it;
     - saves the untuned zoo entry in the Optuna study, for exporting the best trial as a complete entry later;
-    - trains :attr:`trial_seeds` seeds per trial, the trial's value being their :attr:`trial_aggregate`
-      (:mod:`sb3_ablation.zoo.trials`; one seed: rl_zoo3's own objective), both saved in the study, which a later
-      run must then use too.
+    - saves :attr:`trial_seeds` and :attr:`trial_aggregate` in the study, which a later run must then use too (here
+      one seed per trial, rl_zoo3's own objective; more: :class:`~sb3_ablation.zoo.trials.MultiSeedExperimentManager`).
     """
 
     #: seeds each trial trains (1: rl_zoo3's objective, one unseeded model)
@@ -264,9 +274,12 @@ class AblationExperimentManager(ZooExperimentManager):
         study.set_user_attr(ZOO_ENTRY_ATTR, settings["fixed_hyperparams"])
 
     def objective(self, trial: optuna.Trial) -> float:
-        if self.trial_seeds == 1:
-            return super().objective(trial)
-        return multi_seed_objective(self, trial, self.trial_seeds, self.trial_aggregate)
+        if self.trial_seeds != 1:
+            raise ValueError(
+                f"trial_seeds {self.trial_seeds}: {type(self).__name__} trains one seed per trial; several need "
+                "sb3_ablation.zoo.trials.MultiSeedExperimentManager"
+            )
+        return super().objective(trial)
 
 
 class _ModelOnlyManager(AblationExperimentManager):

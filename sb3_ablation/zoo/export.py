@@ -32,10 +32,12 @@ from sb3_ablation.zoo.hyperparams import (
     load_hyperparams,
 )
 from sb3_ablation.zoo.registry import register
-from sb3_ablation.zoo.trials import AGGREGATE_ATTR, TRIAL_SEEDS_ATTR
 
 #: Study user attribute holding the zoo entry a study was tuned from (written by ``train -optimize``).
 ZOO_ENTRY_ATTR = "sb3_ablation:zoo_entry"
+#: Trial user attributes of a multi-seed trial (:mod:`sb3_ablation.zoo.trials`): its seeds and their aggregate.
+TRIAL_SEEDS_ATTR = "trial_seeds"
+AGGREGATE_ATTR = "trial_aggregate"
 #: Keys whose zoo form is a Python expression string evaluated by rl_zoo3.
 EXPRESSION_KEYS = ("policy_kwargs", "replay_buffer_kwargs")
 

@@ -50,7 +50,6 @@ from sb3_ablation.zoo.adapter import (
     zoo_algorithm_names,
     zoo_argument_names,
 )
-from sb3_ablation.zoo.experiment import AblationExperimentManager
 from sb3_ablation.zoo.export import export_best
 from sb3_ablation.zoo.hyperparams import (
     ALGOS,
@@ -61,6 +60,7 @@ from sb3_ablation.zoo.hyperparams import (
     check_env_id,
 )
 from sb3_ablation.zoo.registry import register
+from sb3_ablation.zoo.trials import MultiSeedExperimentManager
 
 PROG = "sb3-ablation train"
 DESCRIPTION = "Train (or tune with -optimize) an agent with rl_zoo3; ablatable_td3 and ddpg_scratch added."
@@ -349,7 +349,7 @@ class HeldOutput:
 
 
 def _train_manager_class(trial_seeds: int = 1, trial_aggregate: str = "mean", output: HeldOutput | None = None) -> type:
-    class TrainExperimentManager(AblationExperimentManager):
+    class TrainExperimentManager(MultiSeedExperimentManager):
         """
         ``train``'s experiment manager: refuses a budget that would train nothing, says (on stderr, as the run
         starts) when it would not evaluate, and prints rl_zoo3's preamble only then.

@@ -1,7 +1,7 @@
 """Multi-seed Optuna trials for ``train -optimize --trial-seeds K``: each trial trains K seeds of its hyperparameters.
 
 rl_zoo3 trains one unseeded model per trial, so the best trial is partly the luckiest seed. With ``--trial-seeds K``
-(K > 1) a trial of :class:`~sb3_ablation.zoo.experiment.AblationExperimentManager` instead trains the seeds
+(K > 1) a trial of :class:`MultiSeedExperimentManager` instead trains the seeds
 ``--seed``, ``--seed`` + 1, ..., ``--seed`` + K - 1 (the same seeds in every trial, so that trials differ only in
 their hyperparameters), each as rl_zoo3 trains a trial's model: rl_zoo3's sampler, model, evaluation env and
 ``TrialEvalCallback`` (through :class:`~sb3_ablation.zoo.adapter.ZooExperimentManager`), evaluated every
@@ -26,7 +26,8 @@ Two engines:
 Stored on each trial (``trial.user_attrs``, which export never reads): ``trial_seeds`` (the seeds),
 ``trial_aggregate`` (the aggregate's name), ``trial_engine`` (``batched`` or ``in turn``) and ``seed_values`` (each
 seed's last evaluation, in the order of ``trial_seeds``; for a pruned trial, its last evaluation before pruning).
-On the study: :data:`STUDY_TRIAL_SEEDS_ATTR` and :data:`STUDY_AGGREGATE_ATTR`.
+On the study: :data:`~sb3_ablation.zoo.experiment.STUDY_TRIAL_SEEDS_ATTR` and
+:data:`~sb3_ablation.zoo.experiment.STUDY_AGGREGATE_ATTR`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.common.aggregates import iqm
 from sb3_ablation.common.random_streams import process_random_state, set_process_random_state
 from sb3_ablation.zoo.adapter import zoo_algorithm_class
+from sb3_ablation.zoo.experiment import AblationExperimentManager, trial_seeds
+from sb3_ablation.zoo.export import AGGREGATE_ATTR, TRIAL_SEEDS_ATTR
 
 if TYPE_CHECKING:
     from sb3_ablation.zoo.adapter import ZooExperimentManager
@@ -64,14 +67,10 @@ AGGREGATES: dict[str, Callable[[Sequence[float]], float]] = {
     "mean": lambda values: float(np.mean(np.asarray(values, dtype=np.float64))),
     "iqm": _iqm,
 }
-#: Trial user attributes.
+#: Trial user attributes (besides :data:`~sb3_ablation.zoo.export.TRIAL_SEEDS_ATTR` and
+#: :data:`~sb3_ablation.zoo.export.AGGREGATE_ATTR`, which export reads).
 SEED_VALUES_ATTR = "seed_values"
-TRIAL_SEEDS_ATTR = "trial_seeds"
-AGGREGATE_ATTR = "trial_aggregate"
 ENGINE_ATTR = "trial_engine"
-#: Study user attributes: the number of seeds per trial and the aggregate (the same for every trial of a study).
-STUDY_TRIAL_SEEDS_ATTR = "sb3_ablation:trial_seeds"
-STUDY_AGGREGATE_ATTR = "sb3_ablation:trial_aggregate"
 
 
 def aggregate(name: str, values: Sequence[float]) -> float:
@@ -81,11 +80,6 @@ def aggregate(name: str, values: Sequence[float]) -> float:
     :return: their aggregate
     """
     return AGGREGATES[name](values)
-
-
-def trial_seeds(seed: int, n_seeds: int) -> list[int]:
-    """The seeds of every trial: ``seed``, ``seed + 1``, ..., ``seed + n_seeds - 1``."""
-    return [seed + index for index in range(n_seeds)]
 
 
 class SeedReports:
@@ -333,20 +327,32 @@ def _learn_in_turn(
             return
 
 
+class MultiSeedExperimentManager(AblationExperimentManager):
+    """
+    :class:`~sb3_ablation.zoo.experiment.AblationExperimentManager` whose trials train
+    :attr:`~sb3_ablation.zoo.experiment.AblationExperimentManager.trial_seeds` seeds each, the trial's value being
+    their :attr:`~sb3_ablation.zoo.experiment.AblationExperimentManager.trial_aggregate`
+    (:func:`multi_seed_objective`; one seed: rl_zoo3's own objective).
+    """
+
+    def objective(self, trial: optuna.Trial) -> float:
+        if self.trial_seeds == 1:
+            return super().objective(trial)
+        return multi_seed_objective(self, trial, self.trial_seeds, self.trial_aggregate)
+
+
 __all__ = [
     "AGGREGATES",
     "AGGREGATE_ATTR",
     "ENGINE_ATTR",
     "SEED_VALUES_ATTR",
-    "STUDY_AGGREGATE_ATTR",
-    "STUDY_TRIAL_SEEDS_ATTR",
     "TRIAL_SEEDS_ATTR",
     "BatchedSeedEvaluation",
+    "MultiSeedExperimentManager",
     "SeedAggregate",
     "SeedReports",
     "WholeBudgetProgress",
     "aggregate",
     "multi_seed_objective",
     "own_random_streams",
-    "trial_seeds",
 ]

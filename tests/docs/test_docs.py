@@ -169,7 +169,7 @@ def test_the_papers_numbers_are_table_2_with_their_source():
 
 def test_readme_stays_short_and_shows_how_to_test():
     readme = (ROOT / "README.md").read_text()
-    assert (ROOT / "README.md").stat().st_size <= 20 * 1024
+    assert (ROOT / "README.md").stat().st_size <= 14 * 1024
     assert "make test" in readme and "make docs" in readme
 
 

@@ -15,6 +15,8 @@ from stable_baselines3.common.logger import KVWriter, Logger
 from stable_baselines3.common.noise import NormalActionNoise
 
 from sb3_ablation import DDPG, SWITCHES, AblatableTD3
+from sb3_ablation.batched import BatchedTD3
+from sb3_ablation.batched import update as batched_update
 from sb3_ablation.common.training_stats import DIAGNOSTIC_NAME
 from sb3_ablation.switches import TABLE
 from sb3_ablation.td3.policies import GaussianActor
@@ -285,3 +287,14 @@ def test_every_switch_of_the_table_is_a_documented_keyword_with_its_default():
     source = inspect.getsource(AblatableTD3.train)
     # each component is one marked branch of train()
     assert sorted(int(n) for n in re.findall(r"Component (\d)", source)) == [switch.component for switch in TABLE]
+
+
+def test_the_batched_engine_implements_every_switch_of_the_table(monkeypatch):
+    # a seventh switch fails here until BatchedTD3 (the default engine on CUDA) declares it and its train() handles it
+    assert BatchedTD3.implemented_switches == SWITCHES
+    source = inspect.getsource(BatchedTD3.train) + inspect.getsource(batched_update.UpdateStep)
+    assert sorted({int(n) for n in re.findall(r"Component (\d)", source)}) == [switch.component for switch in TABLE]
+    # a switch it does not implement is refused when off, in one line
+    monkeypatch.setattr(BatchedTD3, "implemented_switches", SWITCHES[1:])
+    with pytest.raises(ValueError, match=f"BatchedTD3 does not implement the switch {SWITCHES[0]}: leave it at its"):
+        BatchedTD3("MlpPolicy", "Pendulum-v1", **{SWITCHES[0]: False}, **SMALL)

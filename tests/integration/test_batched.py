@@ -263,7 +263,7 @@ def test_a_seed_is_trained_by_one_engine_and_a_mixed_study_checks_the_engines_ag
 def test_unknown_engine_is_a_one_line_error(tmp_path, capsys):
     assert study_main([*STUDY, "--engine", "threads", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "sb3-ablation study: unknown engine 'threads'; expected one of process, batched"
+    assert err == "sb3-ablation study: unknown engine 'threads'; expected one of process, batched, batched-compiled"
     with pytest.raises(StudyError, match="AblatableTD3 variants only, not ref_sb3_td3"):
         StudyConfig(envs=["Pendulum-v1"], variants=["td3", "ref_sb3_td3"], seeds=2, out=str(tmp_path), engine="batched")
 

@@ -567,6 +567,7 @@ def test_shipped_studies_are_found_by_name_and_listed_in_help(capsys):
         "pendulum_tuned",
         "hopper_paper_300k_pilot",
         "hopper_paper_300k",
+        "hopper_paper_1m",
     }
     assert find_config_file("pendulum") == shipped_studies()["pendulum"]
     assert load_config_file("pendulum") == load_config_file(shipped_studies()["pendulum"])

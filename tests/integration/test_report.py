@@ -7,6 +7,7 @@ from dataclasses import replace as dataclasses_replace
 
 import numpy as np
 import pytest
+import yaml
 from scipy import stats
 
 from sb3_ablation.common.io import read_json, write_json_atomic
@@ -111,7 +112,7 @@ def test_fewer_than_five_seeds_make_no_claim(tmp_path):
     assert "s0: -1,500.0, s1: -1,493.0" in return_row and "s0: -1,350.0, s1: -1,340.0" in return_row
     assert "| -1,345.0 |" in return_row and return_row.replace(" off: replay_buffer |", "") == last_row  # one evaluation
     assert "s0: 200.0, s1: 201.0" in overestimation_row and "[" not in return_row
-    assert "**unresolved**, no test (n = 2 < 5 pairs: no test): no_replay_buffer, no_clipped_double_q." in text
+    assert "unresolved, no test (n = 2 < 5 pairs: no test): no_replay_buffer, no_clipped_double_q." in text
     result = entry(tmp_path, "no_replay_buffer")
     assert result["verdict"] == "unresolved" and result["p_raw"] is None and result["n"] == 2
     # it points to the committed answer for the same task, in the findings, the task's section and report.json
@@ -125,13 +126,13 @@ def test_the_report_opens_with_its_findings_then_each_task_and_ends_with_the_met
                 analysis_declared={"at": "2026-01-01", "finished_runs": 3})  # fmt: skip
     text = write_report(tmp_path, reps=REPS).read_text()
     order = [
-        "# Ablation study report: Pendulum-v1", "analysis plan was fixed after 3 runs", "Study folder", "## Findings",
-        "## Pendulum-v1", "### Where TD3 learns", "### Tables and figures", "(primary; ", "## Method",
-        "### Analysis plan", "**Status: 30 of",
+        "# Ablation study report: Pendulum-v1", "## Findings", "analysis plan was fixed after 3 runs", "## Pendulum-v1",
+        "### Where TD3 learns", "### Tables and figures", "(primary; ", "## Effects along training", "## Method",
+        "### Study", "Study folder", "### Verdicts and error control", "### Analysis plan", "**Status: 30 of",
     ]  # fmt: skip
     positions = [text.find(marker) for marker in order]
     assert -1 not in positions and positions == sorted(positions), dict(zip(order, positions, strict=True))
-    assert text.count("\n## ") == 3  # findings, the task, the method: nothing else at the top level here
+    assert text.count("\n## ") == 4  # findings, the task, effects along training, the method: nothing else here
     # ten seeds decide no_replay_buffer: no pointer to a committed answer
     assert (
         "Too few seeds" not in text and read_json(tmp_path / "report.json")["envs"]["Pendulum-v1"]["committed_answer"] is None
@@ -156,26 +157,33 @@ def ceiling_floor_and_failures(kind):
 
 @pytest.mark.parametrize(
     "kind, label, shown",
-    [("ceiling", "at ceiling", "equivalent (at ceiling)"), ("floor", "at floor", "equivalent (at floor)"),
-     ("failures", "failures in an arm", "unresolved (failures in an arm)")],
+    [
+        ("ceiling", "at ceiling", "cannot tell: both arms solve the task at this budget"),
+        ("floor", "at floor", "cannot tell: neither arm learns"),
+        ("failures", "failures in an arm", "unresolved (failures in an arm)"),
+    ],
 )  # fmt: skip
 def test_an_equivalent_at_the_ceiling_or_floor_or_with_failures_is_never_given_plain(tmp_path, kind, label, shown):
     write_study(tmp_path, ceiling_floor_and_failures(kind), seeds=range(10))
     text = write_report(tmp_path, reps=REPS).read_text()
     report = read_json(tmp_path / "report.json")
     result = entry(tmp_path, "no_clipped_double_q")
-    assert (result["verdict"], result["label"], result["qualified_verdict"]) == ("equivalent", label, shown)
+    assert (result["test_verdict"], result["label"], result["verdict"], result["qualified_verdict"]) == (
+        "equivalent", label, shown, shown
+    )  # fmt: skip
     findings = text.split("<!-- generated:findings:start -->")[1].split("<!-- generated:findings:end -->")[0]
     summary = "\n".join(report["summary"]["per_task"])
     for sentences in (findings, summary):
-        assert f"**{shown}**: " in sentences and "**equivalent** within the margin" not in sentences
+        assert f"{shown}: " in sentences and "**equivalent** within the margin" not in sentences
+        assert f"**{shown}" not in sentences  # a verdict with a regime or a label is never bold
     (row,) = [line for line in table_rows(text, "no_clipped_double_q") if "(n = 10)" in line][:1]
     assert shown in row
     learning = report["envs"]["Pendulum-v1"]["learning"]
     assert learning["variants"]["no_clipped_double_q"]["label"] == label
     # the ceiling is the return's: an equivalent overestimation is not labelled by it; a floor or failures are the runs'
     overestimation = entry(tmp_path, "no_clipped_double_q", "overestimation")
-    if overestimation["verdict"] == "equivalent":
+    assert overestimation["verdict"] == "descriptive"  # a secondary outcome: an estimate, no verdict
+    if overestimation["test_verdict"] == "equivalent":
         assert overestimation["label"] == (None if kind == "ceiling" else label)
     # no_replay_buffer: differs on the return, so nothing to label; its failures differ unless td3 fails too
     assert entry(tmp_path, "no_replay_buffer")["label"] is None
@@ -189,7 +197,8 @@ def test_an_equivalent_at_the_ceiling_or_floor_or_with_failures_is_never_given_p
     assert learning["did_not_learn"]["threshold"] == pytest.approx(-1218.9 + 0.05 * (1218.9 - 151.9))
     if kind == "ceiling":
         learned = learning["variants"]["no_clipped_double_q"]["learned"]
-        assert learned["estimate"] == "Hodges-Lehmann estimate" and learned["n"] == 10 and learned["verdict"] == "equivalent"
+        assert learned["estimate"] == "Hodges-Lehmann estimate" and learned["n"] == 10
+        assert (learned["verdict"], learned["test_verdict"]) == ("descriptive", "equivalent")  # a family of one
 
 
 def test_ten_seeds_with_a_clear_effect_differ_and_every_figure_is_written(tmp_path):
@@ -201,15 +210,18 @@ def test_ten_seeds_with_a_clear_effect_differ_and_every_figure_is_written(tmp_pa
     worse = table_rows(pendulum, "no_replay_buffer")
     same = table_rows(pendulum, "no_clipped_double_q")
     # primary, last evaluation, area under the curve, overestimation; then the failures table
-    assert all("| **differs** |" in row for row in worse[:4])
+    assert "| **differs** |" in worse[0] and all("| descriptive |" in row for row in worse[1:4])
     # the same return within ±1: equivalent within ±53.4, fixed from the task's references (not from these runs); both
     # arms end within 53.4 of rl-zoo's -151.9, so the equivalence is at the task's ceiling
-    assert all("| **equivalent (at ceiling)** |" in row for row in same[:3])
+    assert "| cannot tell: both arms solve the task at this budget |" in same[0] and all(
+        "| descriptive |" in row for row in same[1:3]
+    )
     assert f"±{PENDULUM_MARGIN:.1f} (" in pendulum and "5% of the span from a random policy (-1,218.9)" in pendulum
     # the generated findings name the test, n, the family and the shared error rate
+    assert re.search(r"\n  - \*\*differs\*\*: no_replay_buffer -1,3\d\d\.\d \[.*\], p 0.002, adjusted 0.0039\.", pendulum)
     assert re.search(
-        r"n = 10 seed pairs, Wilcoxon signed-rank test .*, family of 2, alpha = 0.05 for differs and equivalent "
-        r"together, .*\n  - \*\*differs\*\*: no_replay_buffer -1,3\d\d\.\d \[.*\], p 0.002, adjusted 0.0039\.",
+        r"\n  - How: .*n = 10 seed pairs, Wilcoxon signed-rank test .*, family of 2, alpha = 0.05 for differs and "
+        r"equivalent together, ",
         pendulum,
     )
     # the runs of no_replay_buffer did not learn (below -1,112.2): 10 of 10, exact McNemar p 2/1024 against td3's 0
@@ -226,7 +238,7 @@ def test_ten_seeds_with_a_clear_effect_differ_and_every_figure_is_written(tmp_pa
     assert report["across_envs"]["components"]["no_replay_buffer"]["task_dependent"] is False
 
     names = {path.name for path in (tmp_path / "figures").glob("*.png")}
-    per_env = ("learning_curves", "overestimation", "performance_profile", "primary_ci")
+    per_env = ("learning_curves", "overestimation", "performance_profile", "primary_ci", "along_training")
     expected = {f"{env}_{kind}.png" for env in envs for kind in per_env} | {"aggregate_normalized_score.png"}
     assert names == expected
     assert all(f"(figures/{name})" in text for name in expected)
@@ -269,7 +281,7 @@ def test_a_tight_null_is_equivalent_and_margins_do_not_move_with_the_results(tmp
     write_study(tmp_path, finals, seeds=range(10))
     write_report(tmp_path, reps=REPS)
     before = read_json(tmp_path / "report.json")["envs"]["Pendulum-v1"]["outcomes"]
-    assert entry(tmp_path, "no_clipped_double_q")["verdict"] == "equivalent"
+    assert entry(tmp_path, "no_clipped_double_q")["test_verdict"] == "equivalent"
     # shift and rescale every trained return: the margins stay those of the task's references
     for record in list(iter_runs(tmp_path)):
         record["evaluations"]["mean_return"] = [3 * value + 500 for value in record["evaluations"]["mean_return"]]
@@ -290,7 +302,7 @@ def test_a_component_with_opposite_real_effects_is_task_dependent(tmp_path):
     component = read_json(tmp_path / "report.json")["across_envs"]["components"]["no_replay_buffer"]
     assert component["task_dependent"] is True and component["p_heterogeneity_adjusted"] <= 0.05
     assert component["per_env"][envs[0]]["d_z"] < 0 < component["per_env"][envs[1]]["d_z"]
-    assert re.search(r"- no_replay_buffer: combined .* \*\*task-dependent \(opposite signs on the 2 tasks\)\*\*", text)
+    assert re.search(r"- no_replay_buffer: combined .* the Q test rejects one effect on every task \(opposite signs", text)
 
 
 def test_the_report_follows_the_declared_plan_and_says_when_flags_change_it(tmp_path):
@@ -310,7 +322,11 @@ def test_a_plan_fixed_after_the_runs_says_so_at_the_top(tmp_path):
     declared = {"at": "2026-11-25T07:00:00+0000", "finished_runs": 30, "note": "declared after the runs"}
     write_study(tmp_path, leave_one_out(), seeds=range(10), analysis={}, analysis_declared=declared)
     text = write_report(tmp_path, reps=REPS).read_text()
-    assert text.split("\n")[2].startswith("> **This study's analysis plan was fixed after 30 runs had finished** (2026-11-25")
+    # first in the short list right under the findings, in full under Method
+    headline = "- This study's analysis plan was fixed after 30 runs had finished."
+    assert text.index("## Findings") < text.index(headline) < text.index("## Pendulum-v1")
+    full = "- **This study's analysis plan was fixed after 30 runs had finished** (2026-11-25"
+    assert text.index("## Method") < text.index(full)
 
 
 def test_diverged_critics_are_failures_not_averaged(tmp_path):
@@ -323,6 +339,8 @@ def test_diverged_critics_are_failures_not_averaged(tmp_path):
     result = entry(tmp_path, "no_target_networks", "overestimation")
     assert result["n"] == 7 and abs(result["effect"]) < 10  # the three diverged seeds are not in the comparison
     assert "| no_target_networks | 0/10 (0%) [0%, 31%] | 1 | 3/10 (30%) [7%, 65%] | 0.25 |" in text
+    # one definition of a diverged critic: 'Where TD3 learns' counts the three too, as failures
+    assert "| no_target_networks | 10 | 0/10 | 3/7 |" in text or "| no_target_networks | 10 | 0/10 | 3/10 |" in text
     seeds, values = outcome_values(load_study(tmp_path), "Pendulum-v1", "no_target_networks", "overestimation", AnalysisPlan())
     assert seeds.tolist() == [3, 4, 5, 6, 7, 8, 9] and np.all(values < 3)
 
@@ -569,8 +587,9 @@ def test_the_model_holds_where_td3_learns_and_each_records_provenance(tmp_path):
     # clipped double Q changes nothing: equivalent as a main effect, which averages over the cells that never learn
     primary = next(o for o in model.factorial[0].outcomes if o.key == "final_window")
     assert primary.result.main["B"].verdict == "equivalent"
-    assert where.main_labels == {"A": None, "B": AVERAGED_OVER_FLOOR}
-    assert qualified_verdict(primary.result.main["B"].verdict, where.main_labels["B"]) == "unresolved (at floor)"
+    assert where.main_labels == {"A": AVERAGED_OVER_FLOOR, "B": AVERAGED_OVER_FLOOR}  # A's `differs` says so too
+    shown = qualified_verdict(primary.result.main["B"].verdict, where.main_labels["B"])
+    assert shown == "unresolved (averaged over floor cells)"
     assert model.provenance.digest is None and len(model.provenance.runs(BEFORE_DIGESTS)) == 40
 
 
@@ -593,15 +612,18 @@ def test_a_sequential_report_stops_a_clear_effect_at_the_first_look_and_keeps_th
     assert "open: next block of seeds" in text and "differs at look 1" in text and "conditional bias" in text
 
 
-def test_a_sequential_study_runs_the_next_block_only_for_open_comparisons(tmp_path, monkeypatch):
-    from sb3_ablation.cli.study import _run_looks
+@pytest.mark.parametrize("entry_point", ["python", "command"])
+def test_a_sequential_study_runs_the_next_block_only_for_open_comparisons(tmp_path, monkeypatch, entry_point):
+    """``sb3_ablation.study.conduct`` and ``sb3-ablation study`` run the same blocks and stop at the same look."""
+    from sb3_ablation.cli.study import study_main
+    from sb3_ablation.study import conduct, flow
     from sb3_ablation.study.plan.config import StudyConfig
     from sb3_ablation.study.run import runner
 
     outcomes = leave_one_out()
     blocks = []
 
-    def fake_run_study(config):
+    def fake_run_study(config, log=print):
         """Write the block's runs as records with known outcomes, as a study would (and its manifest, once)."""
         variants = [v.name for v in config.variant_objects]
         blocks.append((variants, list(config.seeds)))
@@ -615,34 +637,35 @@ def test_a_sequential_study_runs_the_next_block_only_for_open_comparisons(tmp_pa
                 write_run(run_path(tmp_path, "Pendulum-v1", variant, seed), record)
         return runner.StudyResult(out=str(tmp_path), total=len(variants) * len(config.seeds), ok=1)
 
-    monkeypatch.setattr(runner, "run_study", fake_run_study)
-    config = StudyConfig(
-        envs=["Pendulum-v1"],
-        variants=["td3", "no_replay_buffer", "no_clipped_double_q"],
-        seeds=10,
-        out=str(tmp_path),
-        analysis=LOOKS_PLAN,
-    )
-    _run_looks(config)
+    monkeypatch.setattr(flow, "run_study", fake_run_study)
+    variants = ["td3", "no_replay_buffer", "no_clipped_double_q"]
+    if entry_point == "python":
+        config = StudyConfig(envs=["Pendulum-v1"], variants=variants, seeds=10, out=str(tmp_path), analysis=LOOKS_PLAN)
+        conduct(config)
+    else:
+        study_file = tmp_path.parent / f"{tmp_path.name}.yml"
+        study_file.write_text(yaml.safe_dump({"analysis": LOOKS_PLAN}))
+        argv = ["--config", str(study_file), "--env", "Pendulum-v1", "--variants", *variants, "--seeds", "10"]
+        assert study_main([*argv, "-f", str(tmp_path), "--no-progress"]) == 0
     assert blocks == [
         (["td3", "no_replay_buffer", "no_clipped_double_q"], [0, 1, 2, 3, 4]),
         (["td3", "no_clipped_double_q"], list(range(10))),
     ]
     decisions = read_json(write_report(tmp_path, reps=REPS).with_name("report.json"))["envs"]["Pendulum-v1"]
     decisions = decisions["outcomes"]["final_window"]["sequential"]["decisions"]
-    assert decisions["no_replay_buffer"]["look"] == 0 and decisions["no_clipped_double_q"]["verdict"] == "equivalent"
+    assert decisions["no_replay_buffer"]["look"] == 0 and decisions["no_clipped_double_q"]["test_verdict"] == "equivalent"
 
 
 def test_a_sequential_study_needs_td3_and_enough_seeds(tmp_path):
-    from sb3_ablation.cli.study import _run_looks
+    from sb3_ablation.study.flow import run_looks
     from sb3_ablation.study.plan.config import StudyConfig, StudyError
 
     config = StudyConfig(envs=["Pendulum-v1"], variants=["td3", "no_replay_buffer"], seeds=8, out=str(tmp_path / "a"))
     with pytest.raises(StudyError, match=r"analysis.looks ends at 10 seeds but the study has 8"):
-        _run_looks(dataclasses_replace(config, analysis=LOOKS_PLAN))
+        run_looks(dataclasses_replace(config, analysis=LOOKS_PLAN))
     config = StudyConfig(envs=["Pendulum-v1"], variants=["ddpg", "no_replay_buffer"], seeds=10, out=str(tmp_path / "b"))
     with pytest.raises(StudyError, match="td3, which is not among the variants"):
-        _run_looks(dataclasses_replace(config, analysis=LOOKS_PLAN))
+        run_looks(dataclasses_replace(config, analysis=LOOKS_PLAN))
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
@@ -683,6 +706,9 @@ def test_a_sequential_equivalence_at_the_ceiling_is_labelled_where_it_stops(tmp_
     text = write_report(tmp_path, reps=REPS).read_text()
     looks = read_json(tmp_path / "report.json")["envs"]["Pendulum-v1"]["outcomes"]["final_window"]["sequential"]
     decision = looks["decisions"]["no_clipped_double_q"]  # within ±1 of td3, which ends within 53.4 of -151.9
-    assert (decision["verdict"], decision["qualified_verdict"]) == ("equivalent", "equivalent (at ceiling)")
-    assert f"equivalent (at ceiling) at look {decision['look'] + 1}" in text
+    assert (decision["test_verdict"], decision["verdict"]) == (
+        "equivalent",
+        "cannot tell: both arms solve the task at this budget",
+    )
+    assert f"cannot tell: both arms solve the task at this budget at look {decision['look'] + 1}" in text
     assert looks["decisions"]["no_replay_buffer"]["qualified_verdict"] == "differs"

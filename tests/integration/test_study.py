@@ -146,3 +146,23 @@ def test_every_engine_name_has_an_engine():
     from sb3_ablation.study.run.engines import ENGINES
 
     assert tuple(ENGINES) == NAMES
+
+
+def test_conduct_takes_a_config_or_a_study_file_with_changes_and_keeps_a_one_seed_list(tmp_path, monkeypatch, tiny_study):
+    """``sb3_ablation.study.conduct``: settings replace the config's or the file's; a plain study goes to run_study."""
+    from sb3_ablation.study import conduct, flow
+    from sb3_ablation.study.plan.config import SeedList
+
+    given = []
+    monkeypatch.setattr(flow, "run_study", lambda config, log=print: given.append(config) or len(given))
+    config = tiny_study(tmp_path / "a", variants=["td3"], seeds=SeedList([7]))
+    assert conduct(config, out=str(tmp_path / "b")) == 1
+    assert (given[0].seeds, given[0].out, given[0].variants) == ([7], str(tmp_path / "b"), ["td3"])
+    assert conduct("pendulum", out=str(tmp_path / "c"), seeds=2) == 2
+    assert (given[1].envs, given[1].seeds, given[1].n_timesteps, given[1].out) == (
+        ["Pendulum-v1"],
+        [0, 1],
+        20_000,
+        str(tmp_path / "c"),
+    )
+    assert given[1].study_file is not None and given[1].study_file.endswith("pendulum.yml")

@@ -8,8 +8,9 @@ import pytest
 
 from sb3_ablation import __version__
 from sb3_ablation.zoo import train
-from sb3_ablation.zoo.experiment import STUDY_SETTINGS_ATTR, AblationExperimentManager
+from sb3_ablation.zoo.experiment import STUDY_SETTINGS_ATTR
 from sb3_ablation.zoo.registry import register
+from sb3_ablation.zoo.trials import MultiSeedExperimentManager
 
 ENV = "Pendulum-v1"
 NAME = f"ablatable_td3_{ENV}"
@@ -77,7 +78,7 @@ def test_the_exported_entry_reruns_the_best_trial_to_its_value(tuned):
     best = optuna.load_study(study_name=NAME, storage=storage).best_trial
     register()
     # the best trial again, from the exported file alone: its parameters on the file's entry, the same seeds
-    manager = AblationExperimentManager(
+    manager = MultiSeedExperimentManager(
         argparse.Namespace(),
         "ablatable_td3",
         ENV,

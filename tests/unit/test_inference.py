@@ -20,8 +20,21 @@ from sb3_ablation.study.analyse.inference import (
     paired_t_power,
     seeds_needed,
 )
-from sb3_ablation.study.analyse.paired_methods import hodges_lehmann
-from sb3_ablation.study.analyse.paired_tests import TESTS, compare_paired
+from sb3_ablation.study.analyse.paired_methods import PAIRED_TESTS, hodges_lehmann
+from sb3_ablation.study.analyse.paired_tests import ESTIMATE_NAMES, TEST_NAMES, TESTS, compare_paired, location
+from sb3_ablation.study.plan import analysis_plan
+from sb3_ablation.study.render.learning import estimate_name
+
+
+def test_every_paired_test_is_one_row_of_the_registry_that_plan_analysis_and_render_read():
+    assert analysis_plan.TESTS == TESTS == tuple(PAIRED_TESTS)
+    d = np.array([-30.0, 1.0, 2.0, 3.0, 4.0, 50.0])
+    for name, test in PAIRED_TESTS.items():
+        assert (TEST_NAMES[name], ESTIMATE_NAMES[name], estimate_name(name)) == (test.description, *[test.estimate_name] * 2)
+        assert location(d, name) == test.location(d)
+    assert [location(d, name) for name in ("t", "wilcoxon", "signflip_trimmed")] == [5.0, hodges_lehmann(d), 2.5]
+    with pytest.raises(KeyError):  # an unregistered test has no estimate name (not "mean" by default)
+        estimate_name("median_test")
 
 
 def test_holm_textbook_example():

@@ -2,7 +2,9 @@
 module imports only from its own layer and the layers below it, the modules import each other without cycles, and no
 module reaches upwards through an import hidden inside a function. The whole package's (:data:`RESTS_ON`, one table):
 every module imports only from its folder and the folders that folder rests on (``if TYPE_CHECKING:`` imports, for
-types only, excepted), without cycles; the checker itself is tried on a tiny package with an upward import."""
+types only, excepted), without cycles; every import counted, the one declared deferred upward import included, the only
+circles are those it closes through its target's folder and what ``import sb3_ablation`` has loaded already; the
+checker itself is tried on a tiny package with an upward import."""
 
 import ast
 from collections.abc import Iterable
@@ -43,7 +45,8 @@ def study_imports(path: Path) -> set[str]:
 
 
 def test_the_study_package_is_its_layers():
-    assert {path.name for path in STUDY.iterdir() if path.suffix == ".py"} == {"__init__.py"}
+    # flow.py: conduct and write_report, above the layers
+    assert {path.name for path in STUDY.iterdir() if path.suffix == ".py"} == {"__init__.py", "flow.py"}
     for layer in LAYERS:
         assert f"study.{layer}`" in sb3_ablation.study.__doc__, f"the layer {layer} is not in the study's docstring"
 
@@ -77,7 +80,7 @@ RESTS_ON: dict[str, tuple[str, ...]] = {
     "__init__.py": ("ddpg", "td3"),  # the public names: AblatableTD3, DDPG, SWITCHES
     "zoo": ("__init__.py", "batched"),  # rl_zoo3 integration
     "throughput": ("__init__.py",),  # training throughput
-    "study": ("study/render",),  # study/__init__.py: its docstring names the layers; write_report runs the last two
+    "study": ("study/render",),  # study/__init__.py names the layers; study/flow.py: conduct and write_report above them
     "study/plan": ("zoo",),
     "study/store": ("study/plan",),
     "study/run": ("study/store",),
@@ -91,7 +94,10 @@ RESTS_ON: dict[str, tuple[str, ...]] = {
 
 
 #: The one import that runs against the table, each with why: (importing module, imported module) -> reason. It must sit
-#: inside a function (checked below), so that importing the lower module never imports the upper one.
+#: inside a function (checked below), so that importing the lower module never imports the upper one; the circles it
+#: closes may run only through its target's folder and the modules ``import sb3_ablation`` loads (checked below: e.g.
+#: zoo/experiment importing zoo/trials, which imports batched, would close batched -> td3 -> common/off_policy =>
+#: zoo/experiment -> zoo/trials -> batched).
 DEFERRED_UPWARD: dict[tuple[str, str], str] = {
     ("sb3_ablation.common.off_policy", "sb3_ablation.zoo.experiment"): (
         "AblatableTD3.from_zoo and DDPG.from_zoo build the model with the zoo's own machinery (rl_zoo3's experiment "
@@ -195,6 +201,53 @@ def import_cycle(package_dir: Path, package: str, deferred: Iterable[tuple[str, 
     return None
 
 
+def _reachable(graph: dict[str, set[str]], start: str) -> dict[str, str | None]:
+    """The modules ``start`` imports, directly or through others -> the module that imports it on one such path."""
+    found: dict[str, str | None] = {start: None}
+    todo = [start]
+    while todo:
+        module = todo.pop()
+        for other in sorted(graph.get(module, ())):
+            if other not in found:
+                found[other] = module
+                todo.append(other)
+    return found
+
+
+def _path(found: dict[str, str | None], end: str) -> list[str]:
+    path = [end]
+    while (before := found[path[-1]]) is not None:
+        path.append(before)
+    return path[::-1]
+
+
+def stray_circles(package_dir: Path, package: str, deferred: Iterable[tuple[str, str]]) -> list[str]:
+    """
+    Every import counted, the ``deferred`` ones included: one line per circle that a deferred import closes through a
+    module outside its target's folder and outside what ``import package`` loads. When the deferred import runs (in a
+    method, so after ``import package``) the rest of its circles is loaded already; such a module would be loaded by the
+    method only because of the circle (as zoo/trials -> batched for ``from_zoo``).
+    """
+    graph = package_imports(package_dir, package)
+    files = module_names(package_dir, package)
+    without = {
+        module: imported - {other for source, other in deferred if source == module} for module, imported in graph.items()
+    }
+    loaded = set(_reachable(without, package))
+    problems = []
+    for source, target in deferred:
+        from_target = _reachable(graph, target)
+        folder = unit_of(files[target], package_dir)
+        for module in sorted(from_target):
+            if module in loaded or unit_of(files[module], package_dir) == folder:
+                continue
+            back = _reachable(graph, module)
+            if source in back:
+                circle = [source, *_path(from_target, module), *_path(back, source)[1:]]
+                problems.append(f"{module} is on the circle {' -> '.join(circle)}")
+    return problems
+
+
 PACKAGE_DIR = Path(sb3_ablation.__file__).parent
 
 
@@ -204,6 +257,10 @@ def test_every_module_imports_only_from_the_folders_its_folder_rests_on():
 
 def test_the_package_modules_import_each_other_without_cycles():
     assert import_cycle(PACKAGE_DIR, "sb3_ablation", DEFERRED_UPWARD) is None
+
+
+def test_the_deferred_import_closes_circles_only_through_its_folder_and_the_loaded_modules():
+    assert stray_circles(PACKAGE_DIR, "sb3_ablation", DEFERRED_UPWARD) == []
 
 
 def test_the_deferred_imports_exist_and_are_made_in_a_function_only():
@@ -285,4 +342,26 @@ def test_the_checker_reports_an_import_in_the_else_of_type_checking_and_a_folder
     assert layer_violations(package_dir, "fakepkg", FAKE_TABLE) == [
         "fakepkg.extra: its folder extra is not in the layer table",
         "fakepkg.low.base imports fakepkg.high.user: low does not rest on high",
+    ]
+
+
+def test_the_checker_reports_a_circle_a_deferred_import_closes_through_a_module_not_loaded(tmp_path):
+    package_dir = _fake_package(
+        tmp_path,
+        {
+            "__init__.py": "from fakepkg.low import base\n",
+            "low/base.py": "def late():\n    from fakepkg.high import user\n",
+            "high/user.py": "from fakepkg.high import engine\n",
+            "high/engine.py": "from fakepkg.low import base\n",
+            "high/entry.py": "",
+            "extra/__init__.py": "",
+            "extra/engine.py": "from fakepkg.low import base\n",
+        },
+    )
+    deferred = [("fakepkg.low.base", "fakepkg.high.user")]
+    assert stray_circles(package_dir, "fakepkg", deferred) == []  # only the target's folder on the circle
+    (package_dir / "high" / "user.py").write_text("from fakepkg.extra import engine\n")
+    assert stray_circles(package_dir, "fakepkg", deferred) == [
+        "fakepkg.extra.engine is on the circle fakepkg.low.base -> fakepkg.high.user -> fakepkg.extra.engine -> "
+        "fakepkg.low.base"
     ]

@@ -47,8 +47,8 @@ def test_an_equivalence_between_runs_that_all_failed_is_at_floor_and_one_failure
 
 
 def test_a_verdict_is_given_with_its_label_and_only_an_equivalent_carries_one():
-    assert qualified_verdict("equivalent", "at ceiling") == "equivalent (at ceiling)"
-    assert qualified_verdict("equivalent", "at floor") == "equivalent (at floor)"
+    assert qualified_verdict("equivalent", "at ceiling") == "cannot tell: both arms solve the task at this budget"
+    assert qualified_verdict("equivalent", "at floor") == "cannot tell: neither arm learns"
     assert qualified_verdict("equivalent", "failures in an arm") == "unresolved (failures in an arm)"
     assert qualified_verdict("equivalent", None) == "equivalent"
     assert (

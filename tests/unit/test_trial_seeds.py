@@ -14,10 +14,9 @@ import yaml
 from scipy import stats
 
 from sb3_ablation.zoo import export, train
-from sb3_ablation.zoo.experiment import AblationExperimentManager
 from sb3_ablation.zoo.hyperparams import default_config_file
 from sb3_ablation.zoo.registry import register
-from sb3_ablation.zoo.trials import AGGREGATES, SeedAggregate, SeedReports
+from sb3_ablation.zoo.trials import AGGREGATES, MultiSeedExperimentManager, SeedAggregate, SeedReports
 
 ENV = "Pendulum-v1"
 N_STEPS = 300
@@ -140,7 +139,7 @@ class PruneAtFirstReport(optuna.pruners.BasePruner):
 
 def _manager(tmp_path, algo, n_seeds, aggregate):
     register()
-    manager = AblationExperimentManager(
+    manager = MultiSeedExperimentManager(
         argparse.Namespace(), algo, ENV, str(tmp_path / "logs"), n_timesteps=N_STEPS, optimize_hyperparameters=True,
         n_evaluations=3, n_eval_episodes=1, hyperparams={"learning_starts": 100}, seed=SEED,
         optimization_log_path=str(tmp_path / "opt"), config=default_config_file(algo), verbose=0,

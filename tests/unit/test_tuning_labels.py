@@ -45,9 +45,11 @@ def test_an_equivalent_at_the_ceiling_carries_its_label_in_both_answers_of_the_t
     cells = [cell.strip() for cell in line.split("|")[1:-1]]
     p = f"equivalence p {fmt_p(comparison.p_equivalence_adjusted)}"
     # the default answer's label (at ceiling: return units only); the own answer has none
-    assert cells[2] == (f"**equivalent (at ceiling)**, {p}" if is_return else f"**equivalent**, {p}")
+    assert cells[2] == (f"cannot tell: both arms solve the task at this budget, {p}" if is_return else f"**equivalent**, {p}")
     assert cells[4] == f"**equivalent**, {p}"
     (shown,) = section.json["envs"]["Pendulum-v1"]["comparisons"]
     assert shown["default"]["label"] == (AT_CEILING if is_return else None)
-    assert shown["default"]["qualified_verdict"] == ("equivalent (at ceiling)" if is_return else "equivalent")
+    assert shown["default"]["qualified_verdict"] == (
+        "cannot tell: both arms solve the task at this budget" if is_return else "equivalent"
+    )
     assert shown["own"]["label"] is None and shown["own"]["qualified_verdict"] == "equivalent"

@@ -153,10 +153,12 @@ def test_no_equivalent_for_a_main_effect_that_averages_over_floor_cells():
     (main,) = compare_family({"x": np.array([1.0, -1.0] * 5)}, 0.05, 50.0, test="t", equivalence_test="t").values()
     assert main.verdict == EQUIVALENT
     assert floor_label(main, region) == AVERAGED_OVER_FLOOR  # ...but not where it averages over a floor
-    assert qualified_verdict(main.verdict, floor_label(main, region)) == "unresolved (at floor)"
+    assert qualified_verdict(main.verdict, floor_label(main, region)) == "unresolved (averaged over floor cells)"
     assert floor_label(main, learning_region(design, np.zeros_like(failed), RULES)) is None
     (differs,) = compare_family({"x": np.arange(10.0) + 100}, 0.05, 50.0).values()
-    assert floor_label(differs, region) is None
+    assert floor_label(differs, region) == AVERAGED_OVER_FLOOR  # a `differs` there says so too
+    assert qualified_verdict(differs.verdict, AVERAGED_OVER_FLOOR) == "differs (averaged over floor cells)"
+    assert floor_label(differs, learning_region(design, np.zeros_like(failed), RULES)) is None
 
 
 # -- the failure and divergence rules ---------------------------------------------------------------------------------
@@ -230,8 +232,11 @@ def test_a_task_is_at_its_ceiling_only_where_every_arm_sits_close_to_the_referen
     assert flag.at_ceiling and flag.distance == pytest.approx(53.35) and flag.lowest == ("no_target_policy_smoothing", -157.5)
     assert not ceiling("Pendulum-v1", {**solved, "no_replay_buffer": -400.0}, rules).at_ceiling
     assert ceiling("NoSuchTask-v0", solved, rules) is None
-    assert qualified_verdict(EQUIVALENT, AT_CEILING if flag.at_ceiling else None) == "equivalent (at ceiling)"
-    assert qualified_verdict(EQUIVALENT, AT_FLOOR) == "equivalent (at floor)"
+    assert (
+        qualified_verdict(EQUIVALENT, AT_CEILING if flag.at_ceiling else None)
+        == "cannot tell: both arms solve the task at this budget"
+    )
+    assert qualified_verdict(EQUIVALENT, AT_FLOOR) == "cannot tell: neither arm learns"
     assert qualified_verdict(UNRESOLVED, AT_CEILING) == UNRESOLVED
 
 

@@ -129,7 +129,7 @@ def _aggregate(
     )
     comparisons = compare_family(
         {v: np.asarray(s.paired_diffs) for v, s in stats.items() if v != baseline},
-        plan.alpha, margin, plan.power, MIN_RUNS, plan.test, seed, plan.equivalence_test,
+        plan.alpha, margin, plan.power, MIN_RUNS, plan.test, seed, plan.equivalence_test, plan.claim_rule,
     )  # fmt: skip
     how = "reference-normalized score (return - random) / (reference - random), averaged over the envs per seed: " + ", ".join(
         f"{env} ({b[0]:g}, {b[1]:g})" for env, b in bounds.items() if b

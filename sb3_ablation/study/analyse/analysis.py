@@ -22,32 +22,52 @@ import numpy as np
 
 from sb3_ablation.study.analyse.across import across_tasks
 from sb3_ablation.study.analyse.failures import env_failures
-from sb3_ablation.study.analyse.family_verdicts import UNRESOLVED
+from sb3_ablation.study.analyse.family_verdicts import UNRESOLVED, claims_guarantee, exclusive_claims
 from sb3_ablation.study.analyse.inference import (
-    GUARANTEE,
     Comparison,
     compare_family,
+    family_description,
     minimum_detectable_effect,
     seeds_needed,
 )
-from sb3_ablation.study.analyse.outcomes import OutcomeSpec, outcome_spec, outcome_values, study_references, value_span
+from sb3_ablation.study.analyse.outcomes import (
+    OutcomeSpec,
+    outcome_spec,
+    outcome_values,
+    study_references,
+    study_up_to,
+    value_span,
+)
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES, paired_p_values, tost_p_value
-from sb3_ablation.study.analyse.report_model import EnvResult, Looks, Margin, OutcomeResult, ReportModel
+from sb3_ablation.study.analyse.report_model import (
+    NO_MARGIN_PLANNED,
+    EarlierResult,
+    EnvResult,
+    Looks,
+    Margin,
+    OutcomeResult,
+    ReportModel,
+)
 from sb3_ablation.study.analyse.results import StudyData
 from sb3_ablation.study.analyse.sequential import (
     OPEN,
-    SEQUENTIAL_GUARANTEE,
+    SEQUENTIAL_GUARANTEES,
     nominal_alpha,
     sequential_family,
     spent_alpha,
 )
 from sb3_ablation.study.analyse.statistics import MIN_RUNS, VariantStats, min_permutation_p, outcome_statistics
-from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, env_margin
+from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, EarlierBudget, env_margin
+
+#: a one-sided alternative as a hypothesis's name reads it (the variant's outcome minus the baseline's)
+ONE_SIDED_WORDS = {"greater": "ahead", "less": "behind"}
 
 
 def _margin(data: StudyData, env: str, plan: AnalysisPlan, spec: OutcomeSpec, baseline_values: np.ndarray) -> Margin:
     """The equivalence margin of one env and outcome (never from the study's own results) in its three units."""
     references = study_references(data, env)
+    if plan.claim_rule == "differs":
+        return Margin(math.nan, NO_MARGIN_PLANNED, math.nan, None)
     if spec.is_return:
         value, how = env_margin(plan, references)
         span = references.span
@@ -112,19 +132,27 @@ def _sequential(
         if has_margin and len(p_values[variant]) == len(plan.looks):
             d = np.array([by_seed[variant][k] for k in order])
             p_equivalence[variant] = float(tost_p_value(d, plan.equivalence_test, margin, seed))
-    exclusive = plan.equivalence_test == plan.test
+    rule = plan.claim_rule
+    exclusive = exclusive_claims(rule, plan.test, plan.equivalence_test)
     decisions = sequential_family(p_values, p_equivalence, plan.looks, plan.alpha, plan.boundary, exclusive, has_margin)
-    description = (
-        f"{TEST_NAMES[plan.test]} at group-sequential looks ({', '.join(map(str, plan.looks))} seeds, "
-        f"{plan.boundary} alpha spending); equivalence: TOST with the {TEST_NAMES[plan.equivalence_test]} at the last "
-        f"look; one family-wise alpha for differs and equivalent (Maurer-Bretz, {'Shaffer' if exclusive else 'Holm'})"
-    )
+    if rule == "differs-and-equivalent":
+        description = (
+            f"{TEST_NAMES[plan.test]} at group-sequential looks ({', '.join(map(str, plan.looks))} seeds, "
+            f"{plan.boundary} alpha spending); equivalence: TOST with the {TEST_NAMES[plan.equivalence_test]} at the "
+            f"last look; one family-wise alpha for differs and equivalent (Maurer-Bretz, "
+            f"{'Shaffer' if exclusive else 'Holm'})"
+        )
+    else:
+        looks = f" at group-sequential looks ({', '.join(map(str, plan.looks))} seeds, {plan.boundary} alpha spending)"
+        description = family_description(rule, plan.test, plan.equivalence_test, looks) + " (Maurer-Bretz)"
     comparisons = {}
     for variant, decision in decisions.items():
         look = decision.look if decision.look is not None else decision.looks_reached - 1
         block = order[: plan.looks[look]] if look >= 0 else ()
         d = np.array([by_seed[variant][k] for k in block])
-        one = compare_family({variant: d}, plan.alpha, margin, plan.power, MIN_RUNS, plan.test, seed, plan.equivalence_test)
+        one = compare_family(
+            {variant: d}, plan.alpha, margin, plan.power, MIN_RUNS, plan.test, seed, plan.equivalence_test, rule
+        )
         if decision.verdict == OPEN:
             nxt = plan.looks[decision.looks_reached]
             reason = f"open: the design's next look is at {nxt} seeds"
@@ -151,6 +179,25 @@ def _sequential(
     return Looks(plan.looks, plan.boundary, order, reached, decisions, spent, nominal), comparisons
 
 
+def _earlier_name(hypothesis: EarlierBudget) -> str:
+    """How a report names a hypothesis at an earlier budget: ``variant at 300,000 steps (one-sided: ahead)``."""
+    side = ONE_SIDED_WORDS.get(hypothesis.alternative)
+    return f"{hypothesis.variant} at {hypothesis.budget:,} steps" + (f" (one-sided: {side})" if side else "")
+
+
+def _earlier_differences(
+    data: StudyData, env: str, hypothesis: EarlierBudget, baseline: str, plan: AnalysisPlan
+) -> np.ndarray:
+    """
+    The per-seed differences (variant - baseline) of the primary outcome computed from each run's evaluations up to
+    the hypothesis's budget, as if the runs had ended there, on the seeds both arms have.
+    """
+    early = study_up_to(data, hypothesis.budget)
+    base = dict(zip(*outcome_values(early, env, baseline, plan.primary, plan), strict=True))
+    other = dict(zip(*outcome_values(early, env, hypothesis.variant, plan.primary, plan), strict=True))
+    return np.array([other[k] - base[k] for k in sorted(base) if k in other], dtype=np.float64)
+
+
 def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisPlan, reps: int, seed: int) -> EnvResult:
     by_variant = data.runs.get(env, {})
     variants = [v for v in data.variants if v in by_variant]
@@ -174,9 +221,13 @@ def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisP
             seeds={v: s for v, (s, _) in values.items()},
         )
         margin = _margin(data, env, plan, spec, values[baseline][1] if baseline in values else np.zeros(0))
-        comparisons = (
+        differences = paired_differences(stats, baseline) if baseline in stats else {}
+        earlier: dict[str, tuple[EarlierBudget, np.ndarray]] = {}
+        if key == plan.primary and baseline in stats:
+            earlier = {_earlier_name(h): (h, _earlier_differences(data, env, h, baseline, plan)) for h in plan.earlier_budgets}
+        family = (
             compare_family(
-                paired_differences(stats, baseline),
+                {**differences, **{name: d for name, (_, d) in earlier.items()}},
                 plan.alpha,
                 margin.value,
                 plan.power,
@@ -184,17 +235,30 @@ def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisP
                 plan.test,
                 seed,
                 plan.equivalence_test,
+                plan.claim_rule,
+                {name: h.alternative for name, (h, _) in earlier.items()},
             )
             if baseline in stats
             else {}
         )
+        comparisons = {name: c for name, c in family.items() if name not in earlier}
+        earlier_results = tuple(EarlierResult(h, name, family[name]) for name, (h, _) in earlier.items())
         looks = None
         if plan.looks and key == plan.primary and baseline in stats:
             looks, comparisons = _sequential(stats, baseline, plan, margin.value, seed)
         n = min(s.n_runs for s in stats.values())
         base_n = stats[baseline].n_runs if baseline in stats else n
         outcomes.append(
-            OutcomeResult(spec, key == plan.primary, stats, comparisons, margin, looks, min_permutation_p(base_n, n))
+            OutcomeResult(
+                spec,
+                key == plan.primary,
+                stats,
+                comparisons,
+                margin,
+                looks,
+                min_permutation_p(base_n, n),
+                earlier=earlier_results,
+            )
         )
     seeds = sorted({run.seed for runs in by_variant.values() for run in runs})
     failures = env_failures(data, env, baseline, plan)
@@ -242,7 +306,9 @@ def build_model(
         seed,
         envs,
         across_tasks(data, covered, baseline, plan, reps, seed),
-        SEQUENTIAL_GUARANTEE if plan.looks else GUARANTEE,
+        claims_guarantee(
+            plan.claim_rule, plan.claims is not None, SEQUENTIAL_GUARANTEES[plan.claim_rule] if plan.looks else None
+        ),
         declared_at,
         replication=replication,
     )

@@ -112,13 +112,21 @@ def analyse_outcome(
     by_order = {order: [w for w in words if len(w) == order] for order in (1, 2, 3)}
     rows = {w: effects[words.index(w)] for w in words}
     main = compare_family(
-        {w: rows[w] for w in by_order[1]}, plan.alpha, margin, plan.power, MIN_RUNS, plan.test, 0, plan.equivalence_test
+        {w: rows[w] for w in by_order[1]},
+        plan.alpha,
+        margin,
+        plan.power,
+        MIN_RUNS,
+        plan.test,
+        0,
+        plan.equivalence_test,
+        plan.claim_rule,
     )
     # the margin on the simple-effect scale: the Yates interaction within ±margin / 2 (module docstring)
     interaction_margin = margin / 2
     two = compare_family(
         {w: rows[w] for w in by_order[2]},
-        plan.alpha, interaction_margin, plan.power, MIN_RUNS, plan.test, 0, plan.equivalence_test,
+        plan.alpha, interaction_margin, plan.power, MIN_RUNS, plan.test, 0, plan.equivalence_test, plan.claim_rule,
     )  # fmt: skip
     three = {w: float(rows[w].mean()) for w in by_order[3]}
     estimates = {w: float(rows[w].mean()) for w in by_order[1] + by_order[2]}

@@ -104,16 +104,38 @@ class VariantFailures:
     worst_mean: float  # mean final-window return of the worst WORST_FRACTION of runs
 
 
+#: the failures of :func:`env_failures`: by the plan's failure outcome
+PLAN_RULES = "plan"
+#: the failures of :func:`~sb3_ablation.study.analyse.learning.learning_failures`: by the rules of 'Where TD3 learns'
+LEARNING_RULES = "learning"
+
+
 @dataclass(frozen=True)
 class EnvFailures:
+    """
+    :param threshold: the final-window return below which a run did not learn (``None``: not assessed)
+    :param threshold_how: how it was set
+    :param divergence_bound: the |overestimation| beyond which a critic diverged (NaN: per run, by the learning rules)
+    :param variants: variant -> its failures
+    :param rules: which definition counted them (:data:`PLAN_RULES` or :data:`LEARNING_RULES`): a report uses one
+    """
+
     env: str
     threshold: float | None
     threshold_how: str
     divergence_bound: float
     variants: dict[str, VariantFailures]
+    rules: str = PLAN_RULES
 
 
-def _count(flags: dict[int, bool], baseline_flags: dict[int, bool] | None, alpha: float) -> FailureCount:
+def count_failures(flags: dict[int, bool], baseline_flags: dict[int, bool] | None, alpha: float) -> FailureCount:
+    """
+    One sense of failure of a variant's runs, with its exact interval and the exact McNemar test against the baseline.
+
+    :param flags: seed -> the run failed (runs not judged left out)
+    :param baseline_flags: the baseline's (``None``: no test, e.g. the baseline itself)
+    :param alpha: one minus the interval's coverage
+    """
     failed, n, _, low, high = failure_rate(np.array(list(flags.values()), dtype=bool), alpha)
     p = None
     if baseline_flags is not None:
@@ -142,8 +164,8 @@ def env_failures(data: StudyData, env: str, baseline: str | None, plan: Analysis
         returns = returns[np.isfinite(returns)]
         variants[variant] = VariantFailures(
             variant,
-            None if threshold is None else _count(learned[variant], learned.get(reference or ""), plan.alpha),
-            _count(diverged[variant], diverged.get(reference or ""), plan.alpha),
+            None if threshold is None else count_failures(learned[variant], learned.get(reference or ""), plan.alpha),
+            count_failures(diverged[variant], diverged.get(reference or ""), plan.alpha),
             float(worst_mean(returns, WORST_FRACTION)) if len(returns) else math.nan,
         )
     return EnvFailures(env, threshold, how, bound, variants)

@@ -22,6 +22,52 @@ GUARANTEE = (
     "false `equivalent` in a family is at most alpha."
 )
 
+#: the guarantee of each claims rule (:data:`~sb3_ablation.study.plan.analysis_plan.CLAIMS`), one analysis per study
+RULE_GUARANTEES = {
+    "differs-and-equivalent": GUARANTEE,
+    "differs": (
+        "The plan makes no equivalence claims: each comparison's \"no difference\" alone is tested, Holm's step-down "
+        "over the family's m hypotheses, so the probability of any false `differs` in a family is at most alpha."
+    ),
+    "partitioned": (
+        "`differs` and `equivalent` share one family-wise error rate: a comparison's two null hypotheses are disjoint "
+        '("no difference": its arms are exchangeable, so the difference is centred on 0; "not equivalent": the '
+        "difference is at least the margin away from 0), so at most one of them is true, and both are tested at the "
+        "comparison's share of alpha, Holm's step-down over the m comparisons (a share passes to the others once both "
+        "of its comparison's hypotheses are rejected: the partitioning principle, Finner and Strassburger 2002); the "
+        "probability of any false `differs` or false `equivalent` in a family is at most alpha (simulated with the "
+        "package's tests: docs/calibration.md)."
+    ),
+}
+
+
+def claims_guarantee(rule: str, declared: bool, guarantee: str | None = None) -> str:
+    """
+    The error control of a plan's claims rule, in words, naming the rule.
+
+    :param rule: the rule in force (:data:`~sb3_ablation.study.plan.analysis_plan.CLAIMS`)
+    :param declared: the plan declares ``claims`` (else the rule is that of the plans declared before it existed)
+    :param guarantee: the rule's text where another procedure replaces it (the group-sequential looks'); ``None``:
+        :data:`RULE_GUARANTEES`
+    :return: ``Claims rule `rule` (...)`` followed by the guarantee
+    """
+    how = "declared by the plan" if declared else "the plan declares no `claims`: the rule of the plans declared before it"
+    return f"Claims rule `{rule}` ({how}). {guarantee or RULE_GUARANTEES[rule]}"
+
+
+def exclusive_claims(rule: str, test: str, equivalence_test: str) -> bool:
+    """
+    Whether at most one of a comparison's two hypotheses can be true, so that the family's divisor counts comparisons
+    (Shaffer) rather than hypotheses (Holm over 2m): one test makes both claims (they are about one parameter), or
+    the plan declares the ``partitioned`` rule (its "no difference" is the arms' exchangeability, under which every
+    location of the difference is 0, disjoint from "not equivalent" whatever the tests).
+
+    :param rule: the plan's claims rule
+    :param test: the test of "no difference"
+    :param equivalence_test: the test of "not equivalent"
+    """
+    return rule == "partitioned" or test == equivalence_test
+
 
 @dataclass(frozen=True)
 class Verdict:

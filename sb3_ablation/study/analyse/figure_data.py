@@ -5,6 +5,8 @@ draws them."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from sb3_ablation.study.analyse.outcomes import outcome_values
@@ -12,6 +14,9 @@ from sb3_ablation.study.analyse.report_model import CurveEstimate, EnvFigures, E
 from sb3_ablation.study.analyse.results import DIAGNOSTICS, RunCurves, StudyData, aligned_curves
 from sb3_ablation.study.analyse.statistics import CURVE_REPS, curve_estimates, performance_profile
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
+
+if TYPE_CHECKING:
+    from sb3_ablation.study.analyse.learning import FactorialLearning
 
 #: the most variants an env's curves show (the baseline and those that differ most from it)
 MAX_CURVES = 12
@@ -33,6 +38,24 @@ def shown_variants(data: StudyData, e: EnvResult, baseline: str | None, primary_
     return ([baseline] if baseline in env_variants else []) + ranked[: MAX_CURVES - 1]
 
 
+def region_variants(learning: FactorialLearning, variant_of: dict[str, str], baseline: str | None) -> list[str] | None:
+    """
+    The variants a factorial's curves show: the baseline and the cells of the learning region (at most
+    :data:`MAX_CURVES`), not the flat curves of cells where nothing learns; ``None`` where the region is the whole
+    design (no floor cells to leave out).
+
+    :param learning: the factorial's learning region
+    :param variant_of: the design's cell (``+-`` per factor) -> its variant
+    :param baseline: the variant every other is compared with
+    """
+    if learning.region.is_whole_design:
+        return None
+    design = learning.design
+    cells = [variant_of["".join("+" if design.cells[row][f] else "-" for f in design.factors)] for row in learning.region.rows]
+    first = [baseline] if baseline is not None else []
+    return (first + [v for v in cells if v != baseline])[:MAX_CURVES]
+
+
 def _curve(runs: list[RunCurves], metric: str, reps: int, seed: int) -> CurveEstimate | None:
     timesteps, values = aligned_curves(runs, metric)
     if not values.size:
@@ -52,7 +75,13 @@ def _profile(scores: dict[str, np.ndarray], reps: int, seed: int) -> ProfileEsti
 
 
 def env_figures(
-    data: StudyData, e: EnvResult, baseline: str | None, plan: AnalysisPlan, reps: int, seed: int
+    data: StudyData,
+    e: EnvResult,
+    baseline: str | None,
+    plan: AnalysisPlan,
+    reps: int,
+    seed: int,
+    shown: list[str] | None = None,
 ) -> EnvFigures | None:
     """
     The data of one env's figures (``None`` where the env has no primary outcome).
@@ -63,10 +92,12 @@ def env_figures(
     :param plan: the analysis plan (the primary outcome)
     :param reps: bootstrap resamples of the report (the curves and the profile use at most :data:`CURVE_REPS`)
     :param seed: bootstrap seed (variant i of the curves draws from ``seed + i``)
+    :param shown: the variants to draw (default :func:`shown_variants`; a factorial's: the baseline and the cells of
+        its learning region, :func:`region_variants`)
     """
     if e.outcome(plan.primary) is None:
         return None
-    shown = shown_variants(data, e, baseline, plan.primary)
+    shown = shown or shown_variants(data, e, baseline, plan.primary)
     curve_reps = min(reps, CURVE_REPS)
     by_variant = data.runs[e.env]
     curves: dict[str, dict[str, CurveEstimate]] = {metric: {} for metric in CURVE_METRICS}

@@ -29,10 +29,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from sb3_ablation.study.analyse.family_verdicts import DIFFERS, EQUIVALENT, GUARANTEE, UNRESOLVED, decide_family
+from sb3_ablation.study.analyse.family_verdicts import (
+    DIFFERS,
+    EQUIVALENT,
+    GUARANTEE,
+    UNRESOLVED,
+    decide_family,
+    exclusive_claims,
+)
 from sb3_ablation.study.analyse.paired_methods import smallest_p
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES, PairedResult, compare_paired
-from sb3_ablation.study.plan.analysis_plan import DEFAULT_EQUIVALENCE_TEST, DEFAULT_TEST
+from sb3_ablation.study.plan.analysis_plan import CLAIMS, DEFAULT_EQUIVALENCE_TEST, DEFAULT_TEST
 
 __all__ = ["DIFFERS", "EQUIVALENT", "GUARANTEE", "UNRESOLVED", "Comparison", "compare_family"]
 VERDICTS = (DIFFERS, EQUIVALENT, UNRESOLVED)
@@ -141,6 +148,29 @@ def seeds_needed(effect: float, sd: float, alpha: float, power: float = 0.8, max
     return int(enough[0]) + 2 if len(enough) else None
 
 
+def family_description(claims: str, test: str, equivalence_test: str, where: str = "") -> str:
+    """
+    The tests of a family and how its claims share alpha, in words (a report's "test" of each comparison).
+
+    :param claims: the plan's claims rule
+    :param test: the test of "no difference"
+    :param equivalence_test: the test of "not equivalent"
+    :param where: what follows the test's name (e.g. the group-sequential looks)
+    :return: e.g. ``Wilcoxon signed-rank test ...; equivalence: TOST with the ...; one family-wise alpha for differs and
+        equivalent (Holm)``
+    """
+    if claims == "differs":
+        return f"{TEST_NAMES[test]}{where}; no equivalence claims (claims: differs); Holm over the family"
+    exclusive = exclusive_claims(claims, test, equivalence_test)
+    rule = "partitioned: each comparison's share of alpha for both its claims" if claims == "partitioned" else (
+        "Shaffer" if exclusive else "Holm"
+    )  # fmt: skip
+    return (
+        f"{TEST_NAMES[test]}{where}; equivalence: TOST with the {TEST_NAMES[equivalence_test]}; one family-wise alpha "
+        f"for differs and equivalent ({rule})"
+    )
+
+
 @dataclass(frozen=True)
 class Comparison:
     """
@@ -204,6 +234,8 @@ def compare_family(
     test: str = DEFAULT_TEST,
     seed: int = 0,
     equivalence_test: str | None = DEFAULT_EQUIVALENCE_TEST,
+    claims: str = CLAIMS[0],
+    alternatives: Mapping[str, str] | None = None,
 ) -> dict[str, Comparison]:
     """
     One family of paired comparisons (see the module docstring).
@@ -216,30 +248,33 @@ def compare_family(
     :param test: the paired test (a name of :data:`~sb3_ablation.study.analyse.paired_tests.TESTS`)
     :param seed: seed of the tests that resample (bootstrap, Monte Carlo sign flips)
     :param equivalence_test: the test of the equivalence claim (TOST); ``None``: ``test`` itself
+    :param claims: the plan's claims rule (:data:`~sb3_ablation.study.plan.analysis_plan.CLAIMS`): ``differs`` tests
+        no equivalence, ``partitioned`` tests both claims at each comparison's share of alpha
+        (:func:`~sb3_ablation.study.analyse.family_verdicts.exclusive_claims`)
+    :param alternatives: name -> ``"greater"`` or ``"less"`` for a one-sided hypothesis (e.g. one at an earlier
+        budget): its p-value and interval are one-sided and it makes no equivalence claim; the others are two-sided
     :return: name -> comparison, in the order given
     """
     min_n = max(min_n, 2)
     arrays = {name: np.asarray(d, dtype=np.float64).ravel() for name, d in differences.items()}
     arrays = {name: d[np.isfinite(d)] for name, d in arrays.items()}
-    has_margin = bool(math.isfinite(margin) and margin > 0)
+    has_margin = bool(claims != "differs" and math.isfinite(margin) and margin > 0)
     equivalence_test = equivalence_test or test
+    sides = {name: (alternatives or {}).get(name, "two-sided") for name in arrays}
     tested: dict[str, PairedResult] = {}
     for name, d in arrays.items():
         if len(d) < min_n:
             continue
-        paired = compare_paired(d, test, alpha, None, rng_seed=seed)
-        if has_margin:
+        paired = compare_paired(d, test, alpha, None, rng_seed=seed, alternative=sides[name])
+        if has_margin and sides[name] == "two-sided":
             tost = compare_paired(d, equivalence_test, alpha, margin, rng_seed=seed).p_equivalent
             paired = dataclasses.replace(paired, p_equivalent=tost)
         tested[name] = paired
-    exclusive = equivalence_test == test  # both claims about one parameter: at most one hypothesis is true (Shaffer)
+    exclusive = exclusive_claims(claims, test, equivalence_test)  # at most one hypothesis is true (Shaffer)
     verdicts = dict(zip(tested, decide_family(list(tested.values()), alpha, exclusive), strict=True))
     # the level Holm's (or Shaffer's) first step asks of a "no difference" hypothesis
     level = alpha / max(len(tested) * (1 if exclusive or not has_margin else 2), 1)
-    description = (
-        f"{TEST_NAMES[test]}; equivalence: TOST with the {TEST_NAMES[equivalence_test]}; one family-wise alpha for "
-        f"differs and equivalent ({'Shaffer' if exclusive else 'Holm'})"
-    )
+    description = family_description(claims, test, equivalence_test)
     result = {}
     for name, d in arrays.items():
         n = len(d)
@@ -262,8 +297,8 @@ def compare_family(
             sd=sd,
             p_raw=r.p_differs,
             p_adjusted=v.p_differs_adjusted,
-            p_equivalence=r.p_equivalent if has_margin else math.nan,
-            p_equivalence_adjusted=v.p_equivalent_adjusted if has_margin else math.nan,
+            p_equivalence=r.p_equivalent,
+            p_equivalence_adjusted=v.p_equivalent_adjusted,
             margin=margin,
             alpha=alpha,
             family_size=len(tested),

@@ -20,6 +20,7 @@ from sb3_ablation.study.analyse.budget import (
     ceiling,
 )
 from sb3_ablation.study.analyse.factorial import study_design
+from sb3_ablation.study.analyse.failures import LEARNING_RULES, EnvFailures, VariantFailures, count_failures
 from sb3_ablation.study.analyse.inference import EQUIVALENT, Comparison, holm
 from sb3_ablation.study.analyse.learning_region import (
     AT_FLOOR,
@@ -158,6 +159,39 @@ def env_learning(
     adjusted = holm([c.p_failure for c in comparisons.values()]) if comparisons else np.array([])
     failure_p = {variant: float(p) for variant, p in zip(comparisons, adjusted, strict=True)}
     return EnvLearning(env, threshold, how, fates, budget, comparisons, at_ceiling, labels, failure_p, rules)
+
+
+def learning_failures(learning: EnvLearning, failures: EnvFailures, baseline: str | None, alpha: float) -> EnvFailures:
+    """
+    A task's failures counted by the rules of 'Where TD3 learns' (:attr:`EnvLearning.fates`), the one definition of
+    "did not learn" and "critic diverged" a report uses wherever it applies them (the labels, the two-part comparisons
+    and the findings), in the shape of the plan's failure outcome (:func:`~sb3_ablation.study.analyse.failures.env_failures`).
+
+    :param learning: the task's learning analysis
+    :param failures: the plan's failure outcome of the task (its worst-runs summary is kept)
+    :param baseline: the variant the others are tested against
+    :param alpha: one minus the intervals' coverage
+    """
+    base = learning.fates.get(baseline or "")
+    variants = {}
+    # in the order of the plan's failure outcome (the study's variants)
+    order = [v for v in failures.variants if v in learning.fates] + [v for v in learning.fates if v not in failures.variants]
+    for variant in order:
+        runs = learning.fates[variant]
+        reference = None if base is None or variant == baseline else base
+        learned = {s: bool(f.did_not_learn) for s, f in runs.items() if f.did_not_learn is not None}
+        diverged = {s: bool(f.diverged) for s, f in runs.items() if f.diverged is not None}
+        reference_learned = None if reference is None else {s: bool(f.did_not_learn) for s, f in reference.items()}
+        reference_diverged = None if reference is None else {s: bool(f.diverged) for s, f in reference.items()}
+        previous = failures.variants.get(variant)
+        variants[variant] = VariantFailures(
+            variant,
+            None if learning.threshold is None else count_failures(learned, reference_learned, alpha),
+            count_failures(diverged, reference_diverged, alpha),
+            previous.worst_mean if previous is not None else math.nan,
+        )
+    how = f"the rules of 'Where TD3 learns': {learning.threshold_how}"
+    return EnvFailures(learning.env, learning.threshold, how, math.nan, variants, LEARNING_RULES)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ within the region: per seed, the mean return of the region's cells with it on mi
 paired test and equivalence test in one family.
 
 A main effect whose estimate averages over cells outside the region (:func:`floor_label`) keeps its place but never
-reads ``equivalent``: it is labelled as averaged over floor cells.
+reads ``equivalent``, and a ``differs`` of it says so: it is labelled as averaged over floor cells.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sb3_ablation.study.analyse.inference import EQUIVALENT, Comparison, compare_family
+from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, Comparison, compare_family
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.designs import Design
@@ -136,21 +136,24 @@ def conditional_effects(
         for factor in factors
         for j in [design.factors.index(factor)]
     }
-    effects = compare_family(contrasts, plan.alpha, margin, plan.power, MIN_RUNS, plan.test, 0, plan.equivalence_test)
+    effects = compare_family(
+        contrasts, plan.alpha, margin, plan.power, MIN_RUNS, plan.test, 0, plan.equivalence_test, plan.claim_rule
+    )
     return ConditionalEffects(region, factors, effects, tuple(s for s, c in zip(seeds, complete, strict=True) if c))
 
 
-#: the label of a factorial effect's ``equivalent`` that averages over cells outside the learning region (the report
-#: withholds it: ``unresolved (at floor)``)
+#: the label of a factorial effect's verdict that averages over cells outside the learning region (the report withholds
+#: an ``equivalent``: ``unresolved (averaged over floor cells)``, and labels a ``differs``)
 AVERAGED_OVER_FLOOR = "averaged over floor cells"
 
 
 def floor_label(comparison: Comparison, region: LearningRegion) -> str | None:
     """
     What a main effect's (or an interaction's) verdict must carry: :data:`AVERAGED_OVER_FLOOR` for an ``equivalent``
-    where the effect averages over cells outside the learning region (the report gives ``unresolved (at floor)``,
+    or a ``differs`` where the effect averages over cells outside the learning region (the report gives ``unresolved
+    (averaged over floor cells)`` and ``differs (averaged over floor cells)``,
     :func:`~sb3_ablation.study.render.labels.qualified_verdict`); ``None``: the verdict stands.
     """
-    if comparison.verdict == EQUIVALENT and not region.is_whole_design:
+    if comparison.verdict in (DIFFERS, EQUIVALENT) and not region.is_whole_design:
         return AVERAGED_OVER_FLOOR
     return None

@@ -8,6 +8,7 @@ critic is a failure event of the overestimation outcome, never a number to avera
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -89,6 +90,40 @@ def outcome_values(data: StudyData, env: str, variant: str, key: str, plan: Anal
     pairs = [(run.seed, run_outcome(run, key, plan)) for run in runs]
     pairs = [(seed, value) for seed, value in pairs if math.isfinite(value) and abs(value) <= bound]
     return np.array([s for s, _ in pairs], dtype=np.int64), np.array([v for _, v in pairs], dtype=np.float64)
+
+
+def run_up_to(run: RunCurves, budget: int) -> RunCurves | None:
+    """
+    The run as if it had ended at ``budget`` steps: its evaluations and diagnostics up to that step (a run's
+    evaluations up to a step do not depend on its total budget: tests/integration/test_budget_independence.py).
+
+    :param run: a finished run
+    :param budget: the earlier budget, in steps
+    :return: the truncated run; ``None`` when the run has no evaluation at exactly ``budget`` steps to close its window
+    """
+    keep = run.timesteps <= budget
+    if not keep.any() or int(run.timesteps[keep][-1]) != budget:
+        return None
+    kept = np.flatnonzero(keep)
+    early = run.diagnostics_timesteps <= budget
+    return dataclasses.replace(
+        run,
+        timesteps=run.timesteps[keep],
+        values={metric: values[keep] for metric, values in run.values.items()},
+        diagnostics_timesteps=run.diagnostics_timesteps[early],
+        diagnostics={metric: values[early] for metric, values in run.diagnostics.items()},
+        episode_returns=[run.episode_returns[i] for i in kept if i < len(run.episode_returns)],
+        value_episodes=[run.value_episodes[i] for i in kept if i < len(run.value_episodes)],
+    )
+
+
+def study_up_to(data: StudyData, budget: int) -> StudyData:
+    """The study as if every run had ended at ``budget`` steps (:func:`run_up_to`; runs without that step left out)."""
+    runs = {
+        env: {variant: [r for run in rs if (r := run_up_to(run, budget)) is not None] for variant, rs in by_variant.items()}
+        for env, by_variant in data.runs.items()
+    }
+    return dataclasses.replace(data, runs=runs)
 
 
 def study_references(data: StudyData, env: str) -> TaskReferences:

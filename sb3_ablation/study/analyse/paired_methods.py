@@ -1,5 +1,7 @@
-"""How each paired test computes its one-sided p-values and its interval (the entry points are in
-:mod:`~sb3_ablation.study.analyse.paired_tests`).
+"""How each paired test computes its estimate, one-sided p-values and interval, and :data:`PAIRED_TESTS`, the one row
+of each test that everything else reads (the entry points are in :mod:`~sb3_ablation.study.analyse.paired_tests`).
+A new test is one row there with its functions here; ``tests/unit/test_inference.py`` checks that the analysis plan
+(:data:`sb3_ablation.study.plan.analysis_plan.TESTS`) names exactly these tests.
 
 The tests and the parameter each one's interval targets (they coincide when the differences are symmetric, as they
 are under the sharp null of exchangeable arms; under skew they do not):
@@ -34,6 +36,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -216,6 +219,23 @@ def _half_signs(n: int) -> np.ndarray:
     return np.array([(1.0, *rest) for rest in itertools.product((1.0, -1.0), repeat=n - 1)])
 
 
+def sign_patterns(n: int, seed: int) -> tuple[np.ndarray, int, int]:
+    """
+    The sign patterns of a sign-flip statistic that flipping every sign leaves unchanged (``|mean| / se``, a maximum
+    of such over steps): exactly the 2^(n-1) patterns that keep the first difference, each standing for itself and its
+    negative, for n <= :data:`EXACT_MAX_N`; else the observed pattern and :data:`MONTE_CARLO_FLIPS` seeded random ones
+    (those of the sign-flip test).
+
+    :param n: number of pairs
+    :param seed: seed of the random patterns
+    :return: ``(patterns, weight, total)``: +1/-1 rows (the first keeps every sign: the observed statistic), how many
+        patterns each row stands for, and the number of patterns in all, the denominator of a p-value
+    """
+    if n <= EXACT_MAX_N:
+        return _half_signs(n), 2, 2**n
+    return np.vstack([np.ones((1, n)), _sampled_signs(n, seed)]), 1, MONTE_CARLO_FLIPS + 1
+
+
 def _trimmed_means(values: np.ndarray, overwrite: bool = False) -> np.ndarray:
     """20% trimmed means along the last axis (scipy's trim_mean: floor(0.2 n) cut from each end)."""
     n = values.shape[-1]
@@ -304,17 +324,6 @@ def _bootstrap_t_tails(rows: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndar
     return greater, less
 
 
-#: per test: (p of H1 "location > 0", p of H1 "location < 0") of each row of differences, given the resampling seed
-ONE_SIDED_P_VALUES: dict[str, Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]] = {
-    "t": _t_tails,
-    "wilcoxon": _wilcoxon_tails,
-    "signflip": _signflip_tails,
-    "signflip_trimmed": _trimmed_tails,
-    "bootstrap_t": _bootstrap_t_tails,
-    "bootstrap_percentile": _bootstrap_percentile_tails,
-}
-
-
 # ----------------------------------------------------------------------------------------------------------------------
 # The intervals of one sample
 # ----------------------------------------------------------------------------------------------------------------------
@@ -392,12 +401,72 @@ def _bootstrap_t_interval(d: np.ndarray, alpha: float, seed: int) -> tuple[float
     return float(mean[0] - high_t * se[0]), float(mean[0] - low_t * se[0])
 
 
-#: per test: the two-sided (1 - alpha) interval of one sample of differences, given alpha and the resampling seed
-INTERVALS: dict[str, Callable[[np.ndarray, float, int], tuple[float, float]]] = {
-    "t": _t_interval,
-    "wilcoxon": _wilcoxon_interval,
-    "signflip": _signflip_interval,
-    "signflip_trimmed": _trimmed_interval,
-    "bootstrap_t": _bootstrap_t_interval,
-    "bootstrap_percentile": _bootstrap_percentile_interval,
+# ----------------------------------------------------------------------------------------------------------------------
+# The registry: one row per test
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def _mean(d: np.ndarray) -> float:
+    return float(np.mean(d))
+
+
+def _trimmed_mean(d: np.ndarray) -> float:
+    return float(stats.trim_mean(d, TRIM))
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """
+    One paired test, as every part of the package knows it.
+
+    :param name: its name in an analysis plan (``test:``, ``equivalence_test:``)
+    :param description: what a report calls it
+    :param estimate_name: what its estimate of the per-seed differences is, as a report names it
+    :param location: its estimate of one sample of differences
+    :param one_sided_p: (p of H1 "location > 0", p of H1 "location < 0") of each row of differences, given the
+        resampling seed
+    :param interval: the two-sided (1 - alpha) interval of one sample of differences, given alpha and the resampling
+        seed
+    """
+
+    name: str
+    description: str
+    estimate_name: str
+    location: Callable[[np.ndarray], float]
+    one_sided_p: Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+    interval: Callable[[np.ndarray, float, int], tuple[float, float]]
+
+
+#: the paired tests, by name
+PAIRED_TESTS: dict[str, PairedTest] = {
+    test.name: test
+    for test in (
+        PairedTest("t", "paired t-test", "mean", _mean, _t_tails, _t_interval),
+        PairedTest(
+            "wilcoxon",
+            "Wilcoxon signed-rank test (Hodges-Lehmann estimate, exact interval)",
+            "Hodges-Lehmann estimate",
+            hodges_lehmann,
+            _wilcoxon_tails,
+            _wilcoxon_interval,
+        ),
+        PairedTest("signflip", "sign-flip permutation test of the mean", "mean", _mean, _signflip_tails, _signflip_interval),
+        PairedTest(
+            "signflip_trimmed",
+            "sign-flip permutation test of the 20% trimmed mean",
+            "20% trimmed mean",
+            _trimmed_mean,
+            _trimmed_tails,
+            _trimmed_interval,
+        ),
+        PairedTest("bootstrap_t", "bootstrap-t test of the mean", "mean", _mean, _bootstrap_t_tails, _bootstrap_t_interval),
+        PairedTest(
+            "bootstrap_percentile",
+            "percentile-bootstrap test of the mean",
+            "mean",
+            _mean,
+            _bootstrap_percentile_tails,
+            _bootstrap_percentile_interval,
+        ),
+    )
 }

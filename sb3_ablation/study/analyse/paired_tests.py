@@ -23,28 +23,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
-from sb3_ablation.study.analyse.paired_methods import INTERVALS, ONE_SIDED_P_VALUES, TRIM, hodges_lehmann
+from sb3_ablation.study.analyse.paired_methods import PAIRED_TESTS
 
-TEST_NAMES = {
-    "t": "paired t-test",
-    "wilcoxon": "Wilcoxon signed-rank test (Hodges-Lehmann estimate, exact interval)",
-    "signflip": "sign-flip permutation test of the mean",
-    "signflip_trimmed": "sign-flip permutation test of the 20% trimmed mean",
-    "bootstrap_t": "bootstrap-t test of the mean",
-    "bootstrap_percentile": "percentile-bootstrap test of the mean",
-}
-TESTS = tuple(TEST_NAMES)
+#: what a report calls each test (:data:`~sb3_ablation.study.analyse.paired_methods.PAIRED_TESTS`)
+TEST_NAMES = {name: test.description for name, test in PAIRED_TESTS.items()}
+TESTS = tuple(PAIRED_TESTS)
 #: what each test's estimate is, as a report names it
-ESTIMATE_NAMES = {
-    "t": "mean",
-    "wilcoxon": "Hodges-Lehmann estimate",
-    "signflip": "mean",
-    "signflip_trimmed": "20% trimmed mean",
-    "bootstrap_t": "mean",
-    "bootstrap_percentile": "mean",
-}
+ESTIMATE_NAMES = {name: test.estimate_name for name, test in PAIRED_TESTS.items()}
 ALTERNATIVES = ("two-sided", "greater", "less")
 
 
@@ -71,16 +57,24 @@ class PairedResult:
 
 
 def compare_paired(
-    d: Sequence[float] | np.ndarray, test: str, alpha: float, margin: float | None = None, rng_seed: int = 0
+    d: Sequence[float] | np.ndarray,
+    test: str,
+    alpha: float,
+    margin: float | None = None,
+    rng_seed: int = 0,
+    alternative: str = "two-sided",
 ) -> PairedResult:
     """
     One paired comparison of per-seed differences with a named test (see the module docstring).
 
     :param d: per-seed differences (variant - baseline); non-finite values are dropped
     :param test: a name of :data:`TESTS`
-    :param alpha: the level of the two-sided interval (1 - alpha)
+    :param alpha: the level of the interval (1 - alpha)
     :param margin: the equivalence margin (``None``, 0 or NaN: no equivalence test)
     :param rng_seed: seed of the resampling tests
+    :param alternative: ``"two-sided"``, or ``"greater"`` / ``"less"`` (H1: location above / below 0): then
+        ``p_differs`` is that one-sided p-value and the interval the matching one-sided (1 - alpha) bound (the other
+        end infinite), the shifts the one-sided test does not reject
     :return: the estimate, interval and p-values; with fewer than 2 pairs, NaN everywhere
     """
     _check_test(test)
@@ -90,8 +84,12 @@ def compare_paired(
     if n < 2:
         return PairedResult(test, n, math.nan, math.nan, math.nan, math.nan, math.nan)
     estimate = location(values, test)
-    low, high = paired_interval(values, test, alpha, rng_seed)
-    p_differs = float(paired_p_values(values, test, 0.0, "two-sided", rng_seed))
+    low, high = paired_interval(values, test, alpha if alternative == "two-sided" else 2 * alpha, rng_seed)
+    if alternative == "greater":
+        high = math.inf
+    elif alternative == "less":
+        low = -math.inf
+    p_differs = float(paired_p_values(values, test, 0.0, alternative, rng_seed))
     p_equivalent = math.nan
     if margin is not None and math.isfinite(margin) and margin > 0:
         p_equivalent = float(tost_p_value(values, test, margin, rng_seed))
@@ -138,7 +136,7 @@ def paired_p_values(
     if rows.shape[1] < 2:
         p = np.full(rows.shape[0], math.nan)
         return p[0] if one else p
-    greater, less = ONE_SIDED_P_VALUES[test](rows, rng_seed)
+    greater, less = PAIRED_TESTS[test].one_sided_p(rows, rng_seed)
     if alternative == "greater":
         p = greater
     elif alternative == "less":
@@ -156,12 +154,7 @@ def location(d: np.ndarray, test: str) -> float:
     :param test: a name of :data:`TESTS`
     :return: Hodges-Lehmann (wilcoxon), 20% trimmed mean (signflip_trimmed) or mean
     """
-    values = np.asarray(d, dtype=np.float64)
-    if test == "wilcoxon":
-        return hodges_lehmann(values)
-    if test == "signflip_trimmed":
-        return float(stats.trim_mean(values, TRIM))
-    return float(np.mean(values))
+    return PAIRED_TESTS[test].location(np.asarray(d, dtype=np.float64))
 
 
 def paired_interval(d: np.ndarray, test: str, alpha: float, rng_seed: int = 0) -> tuple[float, float]:
@@ -176,7 +169,7 @@ def paired_interval(d: np.ndarray, test: str, alpha: float, rng_seed: int = 0) -
     """
     _check_test(test)
     values = np.asarray(d, dtype=np.float64)
-    return INTERVALS[test](values, alpha, rng_seed)
+    return PAIRED_TESTS[test].interval(values, alpha, rng_seed)
 
 
 def _check_test(test: str) -> None:

@@ -18,13 +18,14 @@ import dataclasses
 import os
 from typing import Any
 
+from sb3_ablation.study.analyse.along_training import env_along_training
 from sb3_ablation.study.analyse.amendments import plan_version_verdicts
 from sb3_ablation.study.analyse.analysis import build_model, restricted
 from sb3_ablation.study.analyse.effects import half_normal_points
 from sb3_ablation.study.analyse.engine_check import engine_check
 from sb3_ablation.study.analyse.factorial import analyse_outcome, attainable_verdicts, study_design
-from sb3_ablation.study.analyse.figure_data import env_figures
-from sb3_ablation.study.analyse.learning import EnvLearning, env_learning, factorial_learning
+from sb3_ablation.study.analyse.figure_data import env_figures, region_variants
+from sb3_ablation.study.analyse.learning import EnvLearning, env_learning, factorial_learning, learning_failures
 from sb3_ablation.study.analyse.learning_region import floor_label
 from sb3_ablation.study.analyse.provenance import study_provenance
 from sb3_ablation.study.analyse.report_model import (
@@ -123,8 +124,6 @@ def analyse_study(
     variants = [v for v in data.variants if any(v in data.runs.get(env, {}) for env in data.envs)]
     baseline = baseline or baseline_name(data.variants) or (variants[0] if variants else None)
     model = build_model(data, plan, declared, baseline, reps, seed, data.manifest.get("analysis_declared"))
-    # the figures show every seed's runs, the verdicts only the confirmatory seeds' (build_model restricts them)
-    envs = [dataclasses.replace(e, figures=env_figures(data, e, baseline, plan, reps, seed)) for e in model.envs]
     # where TD3 learns, by the plan's rules (plan/learning_rules.py; their defaults where the plan declares none)
     rules = plan.learning or LearningRules()
     learning = []
@@ -134,7 +133,23 @@ def analyse_study(
         primary = e.outcome(plan.primary)
         margin = primary.margin.value if primary is not None else float("nan")
         learning.append(env_learning(confirmatory, e.env, baseline, plan, rules, margin))
+    # one definition of "did not learn" and "critic diverged" per report: the learning rules', wherever they apply
+    by_env = {result.env: result for result in learning}
+    envs = [
+        dataclasses.replace(e, failures=learning_failures(by_env[e.env], e.failures, baseline, plan.alpha))
+        if e.env in by_env
+        else e
+        for e in model.envs
+    ]
     factorial = factorial_analyses(data, model.envs, plan, learning, baseline)
+    # the figures show every seed's runs, the verdicts only the confirmatory seeds' (build_model restricts them); a
+    # factorial's curves the baseline and its learning region's cells
+    shown = {}
+    for f in factorial:
+        found = study_design(data, f.env)
+        if f.learning is not None and found is not None:
+            shown[f.env] = region_variants(f.learning, found[1], baseline)
+    envs = [dataclasses.replace(e, figures=env_figures(data, e, baseline, plan, reps, seed, shown.get(e.env))) for e in envs]
     # a factorial's per-cell tables say which verdicts their family can reach at its seeds
     per_cell = {(f.env, o.key): o.per_cell for f in factorial for o in f.outcomes}
     envs = [
@@ -154,6 +169,12 @@ def analyse_study(
         tuning=tuning_comparison(data, model.envs, baseline, plan, reps, seed, {e.env: e for e in learning}),
         data=data,
         evaluations=evaluation_rows(out),
+        # each comparison at every evaluation step, on the seeds the verdicts use (descriptive)
+        along_training=[
+            along
+            for e in model.envs
+            if (along := env_along_training(confirmatory, e.env, baseline, plan.test, seed)) is not None
+        ],
     )
     # an amendment made after runs: the verdicts under each version of the plan, side by side
     return dataclasses.replace(model, plan_versions=plan_version_verdicts(data, model, seed))

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from sb3_ablation.study.analyse.along_training import EnvAlongTraining
     from sb3_ablation.study.analyse.factorial import Attainable, FactorialResult
     from sb3_ablation.study.analyse.failures import EnvFailures
     from sb3_ablation.study.analyse.inference import Comparison
@@ -43,13 +44,17 @@ if TYPE_CHECKING:
     from sb3_ablation.study.analyse.results import StudyData
     from sb3_ablation.study.analyse.sequential import SequentialDecision
     from sb3_ablation.study.analyse.statistics import VariantStats
-    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, TaskReferences
+    from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, EarlierBudget, TaskReferences
     from sb3_ablation.study.plan.designs import Design
 
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Per env: outcomes, margins, sequential looks
 # ----------------------------------------------------------------------------------------------------------------------
+
+
+#: how a margin reads where the plan makes no equivalence claims (``claims: differs``)
+NO_MARGIN_PLANNED = "none planned: claims: differs, the plan makes no equivalence claims"
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,24 @@ class Looks:
     nominal: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class EarlierResult:
+    """
+    A hypothesis at an earlier budget of the same runs (the plan's ``earlier_budgets``), decided in the primary
+    outcome's family.
+
+    :param hypothesis: as the plan declares it
+    :param name: how the report names it, e.g. ``no_delayed_policy_update at 300,000 steps (one-sided: ahead)``
+    :param comparison: its paired comparison: the primary outcome from each run's evaluations up to the budget, the
+        variant against the baseline on the same seeds, its p-value one-sided where the plan says so (the interval then
+        a one-sided bound), adjusted over the family it joins
+    """
+
+    hypothesis: EarlierBudget
+    name: str
+    comparison: Comparison
+
+
 @dataclass
 class OutcomeResult:
     """One outcome on one env: the family of variant-vs-baseline comparisons."""
@@ -108,6 +131,8 @@ class OutcomeResult:
     # where the env's variants form a factorial design: which verdicts this family of per-cell comparisons can reach
     # at its seeds (``None``: not a factorial)
     per_cell: Attainable | None = None
+    # the plan's hypotheses at earlier budgets of the same runs, in this (the primary outcome's) family
+    earlier: tuple[EarlierResult, ...] = ()
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -497,6 +522,8 @@ class ReportModel:
         (:mod:`~sb3_ablation.study.analyse.provenance`; ``None``: not computed)
     :param plan_versions: where the plan was amended after runs had finished, the verdicts under each version of it
         (:class:`PlanVersionVerdicts`; empty otherwise)
+    :param along_training: per env, each comparison's return difference at every evaluation step with pointwise and
+        simultaneous bands (:mod:`~sb3_ablation.study.analyse.along_training`; descriptive)
     """
 
     plan: AnalysisPlan
@@ -519,6 +546,7 @@ class ReportModel:
     learning: list[EnvLearning] = field(default_factory=list)
     provenance: Provenance | None = None
     plan_versions: list[PlanVersionVerdicts] = field(default_factory=list)
+    along_training: list[EnvAlongTraining] = field(default_factory=list)
 
 
 __all__ = [

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sb3_ablation.study.analyse.critic_bound import DEFAULT_GAMMA, critic_value, largest_abs_reward, study_gamma
-from sb3_ablation.study.analyse.outcomes import max_episode_steps, run_outcome
+from sb3_ablation.study.analyse.outcomes import critic_diverged, divergence_bound, max_episode_steps, run_outcome
 from sb3_ablation.study.analyse.results import RunCurves, StudyData
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.learning_rules import LearningRules, learning_threshold
@@ -55,14 +55,31 @@ class RunFate:
 
 
 def run_fate(
-    run: RunCurves, threshold: float | None, gamma: float, time_limit: int | None, rules: LearningRules, plan: AnalysisPlan
+    run: RunCurves,
+    threshold: float | None,
+    gamma: float,
+    time_limit: int | None,
+    rules: LearningRules,
+    plan: AnalysisPlan,
+    value_bound: float = math.inf,
 ) -> RunFate:
-    """Apply the rules to one run (``threshold``: :func:`~sb3_ablation.study.plan.learning_rules.learning_threshold`)."""
+    """
+    Apply the rules to one run (``threshold``: :func:`~sb3_ablation.study.plan.learning_rules.learning_threshold`).
+    Its critic diverged where its |Q| is beyond what its rewards allow, or where its overestimation is not finite or
+    beyond ``value_bound`` (:func:`~sb3_ablation.study.analyse.outcomes.critic_diverged`): the runs the overestimation
+    outcome leaves out (:func:`~sb3_ablation.study.analyse.outcomes.outcome_values`), so that a report has one
+    definition of a diverged critic.
+
+    :param value_bound: the plan's bound on the |overestimation|
+        (:func:`~sb3_ablation.study.analyse.outcomes.divergence_bound`)
+    """
     final = run_outcome(run, "final_window", plan)
     did_not_learn = None if threshold is None or not math.isfinite(final) else bool(final < threshold)
     reward, q = largest_abs_reward(run, gamma, time_limit), critic_value(run)
     bound = None if reward is None else rules.q_bound_factor * reward[0] / (1 - gamma)
     diverged = None if bound is None or q is None else bool(q > bound)
+    if critic_diverged(run, value_bound):
+        diverged = True
     return RunFate(run.seed, final, did_not_learn, diverged, q, bound, reward is not None and reward[1])
 
 
@@ -76,9 +93,9 @@ def study_fates(
     """
     if threshold is None:
         threshold = learning_threshold(env, rules)[0]
-    gamma, limit = study_gamma(data, env), max_episode_steps(env)
+    gamma, limit, value_bound = study_gamma(data, env), max_episode_steps(env), divergence_bound(data, env, plan)
     return {
-        variant: {run.seed: run_fate(run, threshold, gamma, limit, rules, plan) for run in runs}
+        variant: {run.seed: run_fate(run, threshold, gamma, limit, rules, plan, value_bound) for run in runs}
         for variant, runs in data.runs.get(env, {}).items()
     }
 

@@ -45,6 +45,25 @@ SEQUENTIAL_GUARANTEE = (
     "Holm procedure for group-sequential designs), so the probability of any false `differs` or false `equivalent` in "
     "a family, over all looks, is at most alpha."
 )
+#: the sequential guarantee of each claims rule (:data:`~sb3_ablation.study.plan.analysis_plan.CLAIMS`)
+SEQUENTIAL_GUARANTEES = {
+    "differs-and-equivalent": SEQUENTIAL_GUARANTEE,
+    "differs": (
+        'The plan makes no equivalence claims: each comparison\'s "no difference" is tested at every look against '
+        "group-sequential boundaries at its share of alpha; a rejection passes its share to the others (Maurer and "
+        "Bretz's graphical Holm procedure for group-sequential designs), so the probability of any false `differs` in "
+        "a family, over all looks, is at most alpha."
+    ),
+    "partitioned": (
+        "`differs` and `equivalent` share one family-wise error rate across the looks: a comparison's two null "
+        'hypotheses are disjoint (at most one is true), so its "no difference" is tested at every look against '
+        'group-sequential boundaries that spend the comparison\'s share of alpha, and its "not equivalent" once at '
+        "the last look at that same share; the share passes to the others once both of its comparison's hypotheses "
+        "are rejected (Maurer and Bretz's graphical procedure over the comparisons; the partitioning principle, "
+        "Finner and Strassburger 2002), so the probability of any false `differs` or false `equivalent` in a family, "
+        "over all looks, is at most alpha (simulated with the package's tests: docs/sequential-calibration.md)."
+    ),
+}
 BIAS_NOTE = (
     "A comparison stopped early has the estimate of its stopping look: an effect large enough to cross an early "
     "boundary is, on average, overstated (conditional bias after early stopping); the verdict's error control is not "

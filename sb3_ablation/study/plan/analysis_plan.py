@@ -38,8 +38,9 @@ import yaml
 from sb3_ablation.common.suggestions import did_you_mean, quoted_with_suggestion
 
 OUTCOMES = ("final_window", "last", "auc", "overestimation")
-#: the paired tests the report can use (sb3_ablation.study.analyse.paired_tests); the default comes from the committed
-#: calibration table (docs/calibration.md)
+#: the names of the paired tests a plan can take: those of the registry
+#: (:data:`sb3_ablation.study.analyse.paired_methods.PAIRED_TESTS`, one row per test), named here because the plan is
+#: checked before the analysis (and scipy) is imported; ``tests/unit/test_inference.py`` checks they are the registry's
 TESTS = ("t", "wilcoxon", "signflip", "signflip_trimmed", "bootstrap_t", "bootstrap_percentile")
 #: the default of the committed calibration table (docs/calibration.json; a test checks they agree)
 DEFAULT_TEST = "wilcoxon"
@@ -48,9 +49,13 @@ DEFAULT_TEST = "wilcoxon"
 DEFAULT_EQUIVALENCE_TEST = "signflip"
 BOUNDARIES = ("obrien-fleming", "pocock")
 #: how a comparison's two claims share the family's alpha: ``differs-and-equivalent`` (both claims, Shaffer's step-down
-#: over the family's 2m hypotheses; the rule of every plan declared without ``claims``) or ``differs`` (no equivalence
-#: claims: only "no difference" is tested, and the family's alpha goes to it alone)
-CLAIMS = ("differs-and-equivalent", "differs")
+#: over the family's 2m hypotheses; the rule of every plan declared without ``claims``), ``differs`` (no equivalence
+#: claims: only "no difference" is tested, and the family's alpha goes to it alone) or ``partitioned`` (both claims,
+#: each tested at its comparison's share of alpha: their null hypotheses are disjoint, the partitioning principle;
+#: group-sequential looks spend that share)
+CLAIMS = ("differs-and-equivalent", "differs", "partitioned")
+#: the rule a plan declared with a new study gets when its study file names none (plans declared before it keep theirs)
+DEFAULT_CLAIMS = "partitioned"
 #: the alternatives a hypothesis at an earlier budget may declare: the variant's outcome minus the baseline's is
 #: nonzero (two-sided), above 0 (greater) or below 0 (less)
 ALTERNATIVES = ("two-sided", "greater", "less")
@@ -186,7 +191,7 @@ class AnalysisPlan:
         them keeps its ``to_dict``, and so its digest, unchanged.
     :param claims: how each comparison's claims share the family's alpha (one of :data:`CLAIMS`; ``None``: not
         declared, the rule ``differs-and-equivalent`` of the plans declared before it existed, whose digests stay
-        unchanged)
+        unchanged; a study declared now declares :data:`DEFAULT_CLAIMS` unless its study file names a rule)
     :param earlier_budgets: confirmatory hypotheses at earlier budgets of the same runs (:class:`EarlierBudget`), in
         the same family as the comparisons at the full budget
     """
@@ -221,6 +226,11 @@ class AnalysisPlan:
         earlier = tuple(EarlierBudget.from_dict(item) for item in self.earlier_budgets)
         if len(set(earlier)) != len(earlier):
             raise PlanError("analysis: earlier_budgets names the same hypothesis twice")
+        if earlier and self.looks:
+            raise PlanError(
+                "analysis: earlier_budgets need a fixed design: a plan with looks decides its comparisons at the looks, "
+                "and a hypothesis at an earlier budget has no boundaries there; drop looks or earlier_budgets"
+            )
         object.__setattr__(self, "earlier_budgets", earlier)
         if self.learning is not None and not isinstance(self.learning, LearningRules):
             if not isinstance(self.learning, Mapping):

@@ -22,8 +22,15 @@ from sb3_ablation.study.plan.variants import Variant, baseline_name, resolve_var
 from sb3_ablation.switches import SWITCHES
 
 BACKENDS = ("local", "ray")
-#: process: each run in its own process; batched: the runs of one (env, variant) in one process (BatchedTD3)
-ENGINES = ("process", "batched")
+#: process: each run in its own process; batched: the runs of one (env, variant) in one process (BatchedTD3);
+#: batched-compiled: the batched engine with its update step compiled by torch.compile (other last bits than eager:
+#: a setting of the plan, in its digest, and stated by every record)
+ENGINES = ("process", "batched", "batched-compiled")
+#: the engines that train groups of runs in one BatchedTD3
+BATCHED_ENGINES = ("batched", "batched-compiled")
+#: the engines whose records differ from the others' in their arithmetic: the study's ``settings`` (and so its plan's
+#: digest) name them, so that a folder is tied to one of them (a plan declared without one keeps its digest)
+DECLARED_ENGINES = ("batched-compiled",)
 #: default ``checkpoint_freq``: about ten minutes of a [400, 300] TD3 run on one CPU core, a few seconds to save
 DEFAULT_CHECKPOINT_FREQ = 50_000
 
@@ -61,8 +68,10 @@ class StudyConfig:
     :param device: torch device of each run
     :param checkpoint_freq: checkpoint each run every this many steps (mid-episode too), so a killed
         run resumes there (0: never; a batched group: every this many steps of each agent)
-    :param engine: ``process`` (each run in its own process) or ``batched`` (the seeds of one env and variant trained
-        together in one process, :mod:`sb3_ablation.study.run.batched`)
+    :param engine: ``process`` (each run in its own process), ``batched`` (the seeds of one env and variant trained
+        together in one process, :mod:`sb3_ablation.study.run.batched`) or ``batched-compiled`` (the same with its
+        update step compiled, :mod:`sb3_ablation.batched.update`: a setting the study's folder and plan digest are
+        tied to, since its records' last bits differ from the eager engine's)
     :param group_size: the batched engine's most runs per group, variants mixed where they differ only in switches
         an agent may have on its own (``None``: one group per env and variant); a run's record is the same in any group
     :param analysis: the analysis plan of the report (see
@@ -136,11 +145,11 @@ class StudyConfig:
             raise StudyError(f"unknown backend {self.backend!r}; expected one of {', '.join(BACKENDS)}")
         if self.engine not in ENGINES:
             raise StudyError(f"unknown engine {self.engine!r}; expected one of {', '.join(ENGINES)}")
-        if self.engine == "batched" and any(variant.is_reference for variant in self.variant_objects):
+        if self.engine in BATCHED_ENGINES and any(variant.is_reference for variant in self.variant_objects):
             reference = [variant.name for variant in self.variant_objects if variant.is_reference]
             raise StudyError(f"the batched engine runs AblatableTD3 variants only, not {', '.join(reference)}")
         _check_positive_int("group_size", self.group_size, optional=True)
-        if self.group_size is not None and self.engine != "batched":
+        if self.group_size is not None and self.engine not in BATCHED_ENGINES:
             raise StudyError(f"group_size is for the batched engine; got engine {self.engine!r} (add --engine batched)")
         if self.address and self.backend != "ray":
             raise StudyError("--address is for the ray backend; add --backend ray")
@@ -228,8 +237,15 @@ class StudyConfig:
         names = list(RUN_SETTINGS)
         # only where set, so that a folder made before these settings existed is resumed as it was made
         names += [name for name in ("tuning", "variant_hyperparams") if getattr(self, name)]
+        names += ["engine"] if self.engine in DECLARED_ENGINES else []
         settings: dict[str, Any] = to_jsonable({name: getattr(self, name) for name in names})
         return settings
+
+
+def command_defaults() -> dict[str, Any]:
+    """What ``sb3-ablation study`` (and :func:`sb3_ablation.study.conduct` with a study file) takes where neither the
+    file nor a flag gives it: the leave-one-out variants, 5 seeds, ``runs/study``."""
+    return {"variants": ["leave-one-out"], "seeds": 5, "out": "runs/study", "envs": []}
 
 
 def _check_positive_int(name: str, value: Any, optional: bool = False) -> None:
@@ -464,6 +480,7 @@ def make_tasks(config: StudyConfig, variants: list[Variant], resolved: ResolvedH
             device=config.device,
             checkpoint_freq=config.checkpoint_freq,
             group_size=config.group_size,
+            compile_update=config.engine == "batched-compiled",
             keep_model=config.keep_models,
             tensorboard_log=(
                 str(Path(config.tensorboard_log) / variant.name / f"seed_{seed}") if config.tensorboard_log else None

@@ -56,6 +56,7 @@ class RunTask(RunSettings):
         the record (``None``: the study declares no plan)
     :param group_size: the batched engine's most runs per group, variants mixed (``None``: one group per env and
         variant)
+    :param compile_update: the batched engine compiles its update step (engine ``batched-compiled``)
     """
 
     eval_max_episode_steps: int | None = None
@@ -67,6 +68,7 @@ class RunTask(RunSettings):
     keep_model: bool = False
     plan_digest: str | None = None
     group_size: int | None = None
+    compile_update: bool = False
 
 
 class _Unset:
@@ -100,7 +102,9 @@ class RunRecord(RunSettings):
     ``model`` (the final model's file name next to the record when the study keeps models, else null) and
     ``vecnormalize`` (its VecNormalize statistics' file, when kept); ``evaluations``, ``value_episodes`` and
     ``diagnostics`` (see :class:`~sb3_ablation.study.run.evaluation.OverestimationEvalCallback`); ``eval_time_s``;
-    ``warnings``; ``wall_time_s`` and ``finished_at`` (:func:`timestamp`).
+    ``warnings``; ``wall_time_s`` and ``finished_at`` (:func:`timestamp`); ``compile_s`` (the ``batched-compiled``
+    engine: the seconds its group's process spent on the first step of each compiled part, compilation included,
+    once per group; a resumed group pays it again).
     """
 
     format: int = RUN_FILE_FORMAT
@@ -126,6 +130,7 @@ class RunRecord(RunSettings):
     eval_time_s: float = UNSET
     warnings: list[str] = UNSET
     wall_time_s: float = UNSET
+    compile_s: float = UNSET
     finished_at: str = UNSET
 
     @classmethod

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.render.figures import plot_intervals
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
+from sb3_ablation.study.render.labels import qualified_verdict
 from sb3_ablation.study.render.tables import verdict_cell
 
 if TYPE_CHECKING:
@@ -19,12 +20,14 @@ if TYPE_CHECKING:
 def across_section(
     across: AcrossTasks | None, envs: list[str], baseline: str | None, plan: AnalysisPlan, colors: dict[str, Any],
     figures: Path, labels: Mapping[str, str | None] | None = None,
+    env_labels: Mapping[str, Mapping[str, str | None]] | None = None,
 ) -> list[str]:  # fmt: skip
     """
     The markdown (and the aggregate's figure) of the across-tasks analysis; nothing for a single-env study.
 
     :param labels: variant -> the label of its aggregate ``equivalent``
         (:func:`~sb3_ablation.study.render.labels.aggregate_labels`)
+    :param env_labels: env -> variant -> the label of its verdict there (each task's verdict as its section gives it)
     """
     if len(envs) < 2:
         return []
@@ -40,14 +43,18 @@ def across_section(
         f"d_z); over the {k} envs, a random-effects meta-analysis (DerSimonian-Laird tau², Hartung-Knapp interval on "
         f"{k - 1} degrees of freedom), so each task weighs by its precision, none by its seed count. Task-dependent: "
         f"Cochran's Q rejects the same effect on every task (Holm over the components, alpha = {plan.alpha:g}); with "
-        f"{k} tasks this test has little power, so 'no' means not shown, not the same everywhere.",
+        f"{k} tasks this test has little power, so 'not shown' is no evidence of one effect on every task. The combined "
+        "effect and the Q test are descriptive (no family of the plan).",
         "",
         "| variant | d_z per env (verdict) | combined d_z [95% CI] | p | p Holm | tau² | I² | Q p (Holm) | task-dependent |",
         "|---|---|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for c in across.components:
-        dependent = f"**yes** ({c.signs})" if c.task_dependent else "no"
-        per_env = ", ".join(f"{env}: {fmt(d, 2)} ({verdict})" for env, (d, _, verdict) in c.effects.items())
+        dependent = f"Q test rejects one effect ({c.signs})" if c.task_dependent else "not shown"
+        per_env = ", ".join(
+            f"{env}: {fmt(d, 2)} ({qualified_verdict(verdict, (env_labels or {}).get(env, {}).get(c.variant))})"
+            for env, (d, _, verdict) in c.effects.items()
+        )
         lines.append(
             f"| {c.variant} | {per_env} | {fmt(c.meta.estimate, 2)} {fmt_ci((c.meta.ci_low, c.meta.ci_high), 2)} | "
             f"{fmt_p(c.meta.p)} | {fmt_p(c.p_adjusted)} | {fmt(c.meta.tau2, 3)} | {fmt(100 * c.meta.i2, 0)}% | "

@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sb3_ablation.common.utils import plural
+from sb3_ablation.study.analyse.inference import DIFFERS
 from sb3_ablation.study.analyse.paired_tests import ESTIMATE_NAMES, TEST_NAMES
 from sb3_ablation.study.plan.variants import canonical_name
 from sb3_ablation.study.render.figures import OKABE_ITO, save_figure
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.json import comparison_json, number
-from sb3_ablation.study.render.labels import qualified_verdict
+from sb3_ablation.study.render.labels import DESCRIPTIVE, qualified_verdict
 from sb3_ablation.study.render.learning import ceiling_json
 from sb3_ablation.study.render.section import Section
 from sb3_ablation.study.render.tables import verdict_cell
@@ -65,16 +66,23 @@ def _alias_note(result: FactorialResult, word: str) -> str:
     return ", ".join(result.name(a) for a in aliases[:2]) + (" ..." if len(aliases) > 2 else "") if aliases else "—"
 
 
-def _verdict_text(c: Comparison, shown: str | None) -> str:
-    """The verdict cell: the test's verdict, or the one the report may give where that differs (an ``equivalent``
-    averaged over floor cells)."""
+def _verdict_text(c: Comparison, shown: str | None, descriptive: bool = False) -> str:
+    """The verdict cell: the verdict as the report gives it (an ``equivalent`` averaged over floor cells withheld, a
+    ``differs`` there labelled), ``descriptive`` for a secondary outcome's effect; the test's own result is in
+    report.json (``test_verdict``), never a second verdict here."""
+    if descriptive:
+        return DESCRIPTIVE
     if shown is not None and shown != c.verdict:
-        return f"{shown} (the test alone: {c.verdict})"
+        return shown
     return verdict_cell(c.verdict, c.within_margin) + (f" ({c.reason})" if c.reason else "")
 
 
 def _table(
-    result: FactorialResult, comparisons: dict[str, Comparison], title: str, shown: dict[str, str] | None = None
+    result: FactorialResult,
+    comparisons: dict[str, Comparison],
+    title: str,
+    shown: dict[str, str] | None = None,
+    descriptive: bool = False,
 ) -> list[str]:
     aliased = bool(result.design.generators)
     lines = [
@@ -83,27 +91,35 @@ def _table(
     ]
     for word, c in sorted(comparisons.items(), key=lambda item: -abs(item[1].effect)):
         cells = [result.name(word), f"{fmt(c.effect)} {fmt_ci(c.ci)}", f"{fmt_p(c.p_raw)} ({fmt_p(c.p_adjusted)})",
-                 _verdict_text(c, (shown or {}).get(word))]  # fmt: skip
+                 _verdict_text(c, (shown or {}).get(word), descriptive)]  # fmt: skip
         if aliased:
             cells.append(_alias_note(result, word))
         lines.append("| " + " | ".join(cells) + " |")
     return [*lines, ""]
 
 
-def _pair_lines(result: FactorialResult) -> list[str]:
+def _pair_lines(result: FactorialResult, shown: dict[str, str] | None = None, descriptive: bool = False) -> list[str]:
+    """Which components need each other, in plain words, each with its interaction's verdict as the report gives it
+    (``shown``; none for a secondary outcome's, which are descriptive)."""
     lines = ["Which components need each other (the strongest two-factor interactions; cell means relative to both on):", ""]
     for pair in result.pairs:
         a, b = pair.a, pair.b
         need = (
             "need each other" if pair.interaction > 0 else "stand in for each other" if pair.interaction < 0 else "act apart"
         )
-        verdict = result.two[pair.word].verdict
+        verdict = (shown or {}).get(pair.word) or result.two[pair.word].verdict
+        if descriptive:
+            claim = f"interaction {fmt(pair.interaction)} (descriptive): read as they {need}, not tested"
+        elif verdict.startswith(DIFFERS):  # with its floor label, where it has one
+            claim = f"interaction {fmt(pair.interaction)}, `{verdict}`: they {need} on this outcome"
+        else:
+            claim = (
+                f"interaction {fmt(pair.interaction)}, `{verdict}`: the estimate reads as they {need}, which the test "
+                "did not show"
+            )
         lines.append(
             f"- **{a} and {b}**: removing {a} alone {fmt(pair.without_a)}, {b} alone {fmt(pair.without_b)}, both "
-            f"{fmt(pair.without_both)} (the sum of the two alone: {fmt(pair.without_a + pair.without_b)}); interaction "
-            f"{fmt(pair.interaction)}, `{verdict}`: they {need} on this outcome"
-            + ("" if verdict == "differs" else " (not shown: the interaction is not `differs`)")
-            + "."
+            f"{fmt(pair.without_both)} (the sum of the two alone: {fmt(pair.without_a + pair.without_b)}); {claim}."
         )
     return [*lines, ""]
 
@@ -183,27 +199,35 @@ def plot_interactions(result: FactorialResult, ylabel: str, title: str, path: Pa
     save_figure(fig, path)
 
 
-def _effects_json(result: FactorialResult, comparisons: dict[str, Comparison], shown: dict[str, str]) -> dict[str, Any]:
+def _effects_json(
+    result: FactorialResult,
+    comparisons: dict[str, Comparison],
+    shown: dict[str, str],
+    labels: dict[str, str | None],
+    descriptive: bool,
+) -> dict[str, Any]:
     return {
         result.name(w): {
-            **comparison_json(c),
+            **comparison_json(c, label=labels.get(w), descriptive=descriptive),
             "aliases": [result.name(a) for a in result.aliases.get(w, ())],
             # the verdict as the report gives it (no `equivalent` averaged over floor cells), where a region was found
-            **({"verdict_shown": shown[w]} if w in shown else {}),
+            **({"verdict_shown": DESCRIPTIVE if descriptive else shown[w]} if w in shown else {}),
         }
         for w, c in comparisons.items()
     }
 
 
-def _result_json(result: FactorialResult, shown: dict[str, str]) -> dict[str, Any]:
+def _result_json(
+    result: FactorialResult, shown: dict[str, str], labels: dict[str, str | None], descriptive: bool
+) -> dict[str, Any]:
     sufficient = result.sufficient
     return {
         "seeds": result.seeds,
         "margin": result.margin,
         "margin_scale": "simple effect",
         "interaction_margin_yates": number(result.interaction_margin),
-        "main_effects": _effects_json(result, result.main, shown),
-        "interactions": _effects_json(result, result.two, shown),
+        "main_effects": _effects_json(result, result.main, shown, labels, descriptive),
+        "interactions": _effects_json(result, result.two, shown, labels, descriptive),
         "three_factor": {
             result.name(w): {"estimate": v, "aliases": [result.name(a) for a in result.aliases.get(w, ())]}
             for w, v in result.three.items()
@@ -294,7 +318,7 @@ def learning_json(learning: FactorialLearning, main: dict[str, Comparison] | Non
             None
             if c is None
             else {
-                **comparison_json(c),
+                **comparison_json(c, label=learning.conditional_labels.get(factor)),
                 "estimate": estimate,
                 "verdict_shown": qualified_verdict(c.verdict, learning.conditional_labels.get(factor)),
             }
@@ -395,9 +419,7 @@ def learning_lines(
             shown = qualified_verdict(c.verdict, learning.conditional_labels.get(factor))
             lines.append(
                 f"| {factor} | {fmt(c.effect)} {fmt_ci(c.ci)} | {fmt_p(c.p_raw)} ({fmt_p(c.p_adjusted)}) | "
-                f"{fmt_p(c.p_equivalence)} ({fmt_p(c.p_equivalence_adjusted)}) | "
-                + (_verdict_text(c, shown) if shown != c.verdict else verdict_cell(c.verdict, c.within_margin))
-                + " |"
+                f"{fmt_p(c.p_equivalence)} ({fmt_p(c.p_equivalence_adjusted)}) | {_verdict_text(c, shown)} |"
             )
         lines.append("")
     else:
@@ -421,13 +443,15 @@ def learning_lines(
         entries = []
         for word, c in main.items():
             shown = qualified_verdict(c.verdict, learning.main_labels.get(word))
-            entries.append(
-                f"{design.factors[design.letters.index(word)]} {fmt(c.effect)} `{shown}`"
-                + (f" (the test alone: `{c.verdict}`)" if shown != c.verdict else "")
-            )
+            entries.append(f"{design.factors[design.letters.index(word)]} {fmt(c.effect)} {fmt_ci(c.ci)} `{shown}`")
         lines += [
             f"Main effects of the {outcome_name} {label}"
-            + (", so none is read as `equivalent`: " if not learning.region.is_whole_design else ": ")
+            + (
+                ", so none is read as `equivalent` and a `differs` says so (the effect where TD3 learns is the "
+                "conditional effect above): "
+                if not learning.region.is_whole_design
+                else ": "
+            )
             + "; ".join(entries)
             + ".",
             "",
@@ -498,9 +522,15 @@ def factorial_sections(model: ReportModel) -> list[Section]:
             labels = factorial.floor_labels
             tested = {**result.main, **result.two}
             shown = {w: qualified_verdict(c.verdict, labels.get(w)) for w, c in tested.items()} if labels else {}
+            descriptive = not outcome.primary  # a secondary outcome's effects are estimates, no verdicts
             lines += [
                 f"### {outcome.outcome.name}" + (" (primary)" if outcome.primary else ""),
                 "",
+                *(
+                    ["Secondary outcome: descriptive, effects with their 95% intervals and p-values, no verdicts.", ""]
+                    if descriptive
+                    else []
+                ),
                 f"{len(result.seeds)} complete seeds ({len(result.seeds) * len(design.cells)} runs)"
                 + (
                     f"; left out, incomplete: seeds {', '.join(map(str, result.incomplete_seeds))}"
@@ -512,19 +542,20 @@ def factorial_sections(model: ReportModel) -> list[Section]:
                 f"within ±{fmt(result.interaction_margin)} on the Yates scale (their two simple effects differ by at "
                 f"most {fmt(result.margin)})."
                 + (
-                    " Effects averaged over floor cells (outside the learning region) are not read as `equivalent`."
+                    " Effects averaged over floor cells (outside the learning region) are not read as `equivalent`, "
+                    "and a `differs` of them says so."
                     if factorial.floor_labels and analysis.learning and not analysis.learning.region.is_whole_design
                     else ""
                 ),
                 "",
-                *_table(result, result.main, "main effect (component on - removed)", shown),
-                *_table(result, result.two, "two-factor interaction", shown),
+                *_table(result, result.main, "main effect (component on - removed)", shown, descriptive),
+                *_table(result, result.two, "two-factor interaction", shown, descriptive),
             ]
             if result.three and not design.generators:
                 top = sorted(result.three.items(), key=lambda item: -abs(item[1]))[:5]
                 lines += ["Largest three-factor interactions (estimates, no verdicts): "
                           + "; ".join(f"{result.name(w)} {fmt(v)}" for w, v in top) + ".", ""]  # fmt: skip
-            lines += _pair_lines(result)
+            lines += _pair_lines(result, shown, descriptive)
             if outcome.primary:
                 lines += _sufficient_line(result)
                 half_normal = f"{name}_half_normal_{outcome.outcome.key}.png"
@@ -534,6 +565,6 @@ def factorial_sections(model: ReportModel) -> list[Section]:
             figure = f"{name}_factorial_{outcome.outcome.key}.png"
             figures[figure] = partial(plot_interactions, result, outcome.outcome.short, f"{env}: {outcome.outcome.short}")
             lines += [f"![interaction plots](figures/{figure})", ""]
-            json["outcomes"][outcome.outcome.key] = _result_json(result, shown)
+            json["outcomes"][outcome.outcome.key] = _result_json(result, shown, labels, descriptive)
         sections.append(Section(f"{env}: factorial analysis", lines, json, figures))
     return sections

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.study.analyse.budget import AT_CEILING
-from sb3_ablation.study.analyse.inference import EQUIVALENT
-from sb3_ablation.study.render.labels import qualified_verdict
+from sb3_ablation.study.render.labels import DESCRIPTIVE, qualified_verdict
 from sb3_ablation.study.render.sequential import looks_json
 
 if TYPE_CHECKING:
@@ -23,20 +23,41 @@ def number(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def verdict_json(c: Comparison, label: str | None = None) -> dict[str, Any]:
+def verdict_json(c: Comparison, label: str | None = None, descriptive: bool = False) -> dict[str, Any]:
     """
-    A comparison's verdict as plain JSON. ``verdict`` is the test's; ``label`` what its ``equivalent`` carries (``at
-    floor``, ``at ceiling``, ``failures in an arm``; null: nothing, or not an ``equivalent``) and ``qualified_verdict``
-    the verdict as the report gives it (:mod:`~sb3_ablation.study.render.labels`): quote that one.
+    A comparison's verdict as plain JSON, the one place that defines these keys:
+
+    - ``verdict``: the verdict as the report shows it (:func:`~sb3_ablation.study.render.labels.qualified_verdict`):
+      ``differs``, ``equivalent``, ``unresolved``, ``cannot tell: both arms solve the task at this budget``, ``cannot
+      tell: neither arm learns``, ``unresolved (failures in an arm)``, ``unresolved (averaged over floor cells)``,
+      ``differs (averaged over floor cells)``, or ``descriptive`` where the number is not a verdict under the plan's
+      error control (a secondary outcome, seeds outside the plan's): quote that one;
+    - ``test_verdict``: the test's own result, before any label (``differs``, ``equivalent``, ``unresolved``);
+    - ``label``: what changed it (``at floor``, ``at ceiling``, ``failures in an arm``, ``averaged over floor cells``;
+      null: nothing);
+    - ``descriptive``: true where the number is not a verdict under the plan's error control;
+    - ``qualified_verdict``: the same as ``verdict`` (kept for readers of older reports).
+
+    :param label: what the comparison carries (:mod:`~sb3_ablation.study.render.labels`)
+    :param descriptive: not a verdict under the plan's error control
     """
-    label = label if c.verdict == EQUIVALENT else None
-    return {"verdict": c.verdict, "label": label, "qualified_verdict": qualified_verdict(c.verdict, label)}
+    shown = DESCRIPTIVE if descriptive else qualified_verdict(c.verdict, label)
+    changed = label if qualified_verdict(c.verdict, label) != c.verdict else None
+    return {
+        "verdict": shown,
+        "test_verdict": c.verdict,
+        "label": changed,
+        "descriptive": descriptive,
+        "qualified_verdict": shown,
+    }
 
 
-def comparison_json(c: Comparison, s: VariantStats | None = None, label: str | None = None) -> dict[str, Any]:
+def comparison_json(
+    c: Comparison, s: VariantStats | None = None, label: str | None = None, descriptive: bool = False
+) -> dict[str, Any]:
     """One comparison as plain JSON: its verdict (:func:`verdict_json`), estimate, interval, p-values and test."""
     entry = {
-        **verdict_json(c, label),
+        **verdict_json(c, label, descriptive),
         "test": c.test,
         "reason": c.reason or None,
         "n": c.n,
@@ -83,12 +104,14 @@ def env_json(
     baseline: str | None,
     labels: Mapping[str, str | None] | None = None,
     extra: Mapping[str, Any] | None = None,
+    descriptive: bool = False,
 ) -> dict[str, Any]:
     """
-    An env's results as plain JSON.
+    An env's results as plain JSON. A secondary outcome's comparisons are descriptive (:func:`verdict_json`).
 
     :param labels: variant -> the label of its ``equivalent`` (:mod:`~sb3_ablation.study.render.labels`)
     :param extra: more keys of the env (``learning``, ``committed_answer``)
+    :param descriptive: every comparison is descriptive (seeds outside the plan's confirmatory seeds)
     """
     labels = labels or {}
     return {
@@ -112,9 +135,22 @@ def env_json(
                 "margin_span_share": number(o.margin.span_share),
                 "baseline": baseline_json(o.stats.get(baseline or "")),
                 "variants": {
-                    v: comparison_json(c, o.stats.get(v), _outcome_label(labels.get(v), o.outcome.is_return))
+                    v: comparison_json(
+                        c, o.stats.get(v), _outcome_label(labels.get(v), o.outcome.is_return), descriptive or not o.primary
+                    )
                     for v, c in o.comparisons.items()
                 },
+                # only where the plan declares hypotheses at earlier budgets, which join this family
+                **(
+                    {
+                        "earlier_budgets": [
+                            {"name": r.name, "hypothesis": asdict(r.hypothesis), **comparison_json(r.comparison)}
+                            for r in o.earlier
+                        ]
+                    }
+                    if o.earlier
+                    else {}
+                ),
                 # only where the plan declares looks: reports of fixed designs keep their shape
                 **(
                     {
@@ -132,6 +168,8 @@ def env_json(
             "threshold": number(e.failures.threshold),
             "threshold_how": e.failures.threshold_how,
             "divergence_bound": number(e.failures.divergence_bound),
+            # which definition counted them: "learning" (the rules of 'Where TD3 learns', ``learning``) or "plan"
+            "rules": e.failures.rules,
             "variants": {
                 v: {
                     "did_not_learn": _count_json(f.did_not_learn),

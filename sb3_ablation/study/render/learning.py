@@ -11,11 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT
+from sb3_ablation.study.analyse.budget import AT_CEILING
+from sb3_ablation.study.analyse.inference import DIFFERS
+from sb3_ablation.study.analyse.learning_region import AT_FLOOR
+from sb3_ablation.study.analyse.paired_tests import ESTIMATE_NAMES
+from sb3_ablation.study.analyse.two_part import FAILURES_IN_AN_ARM
 from sb3_ablation.study.plan.learning_rules import paper_reference, random_return
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.json import number
-from sb3_ablation.study.render.labels import qualified_verdict
+from sb3_ablation.study.render.labels import DESCRIPTIVE
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -25,15 +29,20 @@ if TYPE_CHECKING:
     from sb3_ablation.study.analyse.run_fates import RunFate
     from sb3_ablation.study.analyse.two_part import Rate, TwoArm
 
-#: what the plan's paired test estimates (its point estimate of the per-seed differences)
-ESTIMATE_NAMES = {"wilcoxon": "Hodges-Lehmann estimate", "signflip_trimmed": "20% trimmed mean"}
 #: the failure family's verdict where its Holm-adjusted p is above alpha
 NO_EVIDENCE = "no evidence"
+#: the regime of a variant's and the baseline's runs, by the label a verdict on their return carries
+REGIMES = {
+    AT_FLOOR: "no run of either arm learned",
+    FAILURES_IN_AN_ARM: "failed runs in an arm",
+    AT_CEILING: "both arms at the task's ceiling",
+    None: "no failed run; not at the ceiling",
+}
 
 
 def estimate_name(test: str) -> str:
-    """What the plan's paired test ``test`` estimates: ``Hodges-Lehmann estimate``, ``20% trimmed mean`` or ``mean``."""
-    return ESTIMATE_NAMES.get(test, "mean")
+    """What the plan's paired test ``test`` estimates (its point estimate of the per-seed differences)."""
+    return ESTIMATE_NAMES[test]
 
 
 def _counts(runs: Mapping[int, RunFate]) -> dict[str, int | None]:
@@ -72,7 +81,10 @@ def _learned_json(arm: TwoArm, test: str) -> dict[str, Any] | None:
         "p": number(c.p_raw),
         "p_equivalence": number(c.p_equivalence),
         "margin": number(c.margin),
-        "verdict": c.verdict,
+        # a family of one, not corrected: descriptive (verdict_json's keys), the comparison's verdict is the primary's
+        "verdict": DESCRIPTIVE,
+        "test_verdict": c.verdict,
+        "descriptive": True,
         "reason": c.reason or None,
     }
 
@@ -205,7 +217,8 @@ def learning_lines(learning: EnvLearning, baseline: str | None, alpha: float, te
     lines = [
         "### Where TD3 learns",
         "",
-        f"- Failure rules, declared before the runs and never taken from the compared runs: {threshold}",
+        f"- Failure rules, fixed in advance and never taken from the compared runs (the analysis plan under Method says "
+        f"whether this study declared them), the one definition of a failed run in this report: {threshold}",
         f"- A **critic diverged** when critic 1's largest |Q| at the last evaluation is beyond {rules.q_bound_factor:g}x "
         "the largest |reward| of the run's own evaluation episodes divided by (1 - gamma), the most a discounted return "
         f"of those rewards can be (no reference needed; {exact} of {plural(judged, 'judged run')} recorded that reward, "
@@ -230,35 +243,35 @@ def learning_lines(learning: EnvLearning, baseline: str | None, alpha: float, te
         f"Each variant against {baseline} in two parts: how often its runs failed (did not learn or critic diverged; "
         f"exact McNemar test on the paired seeds, Holm over the task's {plural(len(learning.two_arm), 'variant')}, "
         f"alpha = {alpha:g}), and the final-window return among the seeds where both learned ({estimate} with its "
-        f"{1 - alpha:.0%} interval, the plan's paired test and equivalence test, each variant its own family of one: "
-        f"not corrected across variants). {baseline}: {_count_cell(base['did_not_learn'], base['runs'] or 0)} did not "
-        f"learn, {base['critic_diverged']}/{base['critics_judged']} critics diverged.",
+        f"{1 - alpha:.0%} interval: descriptive, each variant its own family of one, not corrected across variants, so "
+        f"no verdict; the comparison's one verdict is in the table below). {baseline}: "
+        f"{_count_cell(base['did_not_learn'], base['runs'] or 0)} did not learn, "
+        f"{base['critic_diverged']}/{base['critics_judged']} critics diverged.",
         "",
         "| variant | runs | did not learn | critic diverged | failure rate - baseline's | McNemar p (Holm) | failures "
-        f"| return among learned: {estimate} [CI] | learned pairs | return verdict | an `equivalent` reads |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|",
+        f"| return among learned (descriptive): {estimate} [CI] | learned pairs | regime of the two arms |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---|",
     ]
     for variant, arm in learning.two_arm.items():
         counts = _counts(learning.fates.get(variant, {}))
         p_adjusted = learning.failure_p_adjusted.get(variant, float("nan"))
         learned = arm.learned
         learned_cells = (
-            f"{fmt(learned.effect)} {fmt_ci(learned.ci)} | {learned.n} | {learned.verdict}"
+            f"{fmt(learned.effect)} {fmt_ci(learned.ci)} | {learned.n}"
             if learned is not None
-            else f"— | {len(arm.learned_seeds)} | no test (fewer than 2 pairs)"
+            else f"— (fewer than 2 pairs) | {len(arm.learned_seeds)}"
         )
-        label = learning.labels.get(variant)
         lines.append(
             f"| {variant} | {counts['runs']} | {_count_cell(counts['did_not_learn'], counts['runs'] or 0)} | "
             f"{counts['critic_diverged']}/{counts['critics_judged']} | {100 * (arm.variant.rate - arm.baseline.rate):+.0f} "
             f"pp | {fmt_p(arm.p_failure)} ({fmt_p(p_adjusted)}) | {failure_verdict(p_adjusted, alpha)} | {learned_cells} | "
-            f"{qualified_verdict(EQUIVALENT, label)} |"
+            f"{REGIMES.get(learning.labels.get(variant), REGIMES[None])} |"
         )
     lines += [
         "",
-        "The last column: how an `equivalent` of this variant's comparisons with the baseline is given in this report "
-        "(`at floor`: every run of both arms failed; `unresolved (failures in an arm)`: either arm has failed runs, which "
-        "a test of the return cannot see as such; `at ceiling`: both arms at the task's ceiling; plain: none of these).",
+        "Regime of the two arms: what a verdict on their return must carry (`cannot tell: neither arm learns` where no "
+        "run of either arm learned; `unresolved (failures in an arm)` where an arm has failed runs, which a test of the "
+        "return cannot see as such; `cannot tell: both arms solve the task at this budget` at the task's ceiling).",
         "",
     ]
     return lines

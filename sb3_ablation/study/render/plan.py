@@ -20,7 +20,7 @@ from sb3_ablation.study.analyse.provenance import (
     REPRODUCED,
 )
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
-from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, LearningRules
+from sb3_ablation.study.plan.analysis_plan import DEFAULT_CLAIMS, AnalysisPlan, LearningRules
 from sb3_ablation.study.render.status import seed_ranges
 from sb3_ablation.study.render.tables import margin_text
 
@@ -241,11 +241,19 @@ def plan_section(model: ReportModel, data: StudyData) -> list[str]:
         if given.learning is None and model.declared.learning is not None:
             # an invocation that leaves the learning rules out gives their defaults (as the study command reads it)
             given = dataclasses.replace(given, learning=LearningRules())
+        if given.claims is None and model.declared.claims is not None:
+            given = dataclasses.replace(given, claims=DEFAULT_CLAIMS)  # likewise the claims rule
         if given != model.declared:
             lines[-1] += " A later invocation gave another plan: " + "; ".join(given.differences(model.declared)) + "."
     windows = ", ".join(f"{e.env} {plural(len(e.window), 'evaluation')} ({e.window[0]:,}-{e.window[-1]:,} of "
                         f"{e.training_steps:,} steps)" for e in model.envs if e.window)  # fmt: skip
     margins = "; ".join(f"{e.env} {margin_text(result.margin)}" for e in model.envs if (result := e.outcome(plan.primary)))
+    no_equivalence = plan.claim_rule == "differs"
+    earlier = [
+        "- Hypotheses at an earlier budget of the same runs, in the primary outcome's family: "
+        + "; ".join(f"{h.variant} at {h.budget:,} steps ({h.alternative})" for h in plan.earlier_budgets)
+        + ": the primary outcome from each run's evaluations up to that budget, as if the run had ended there."
+    ][: bool(plan.earlier_budgets)]
     names = {o.outcome.key: o.outcome for e in model.envs for o in e.outcomes}
     secondary = "; ".join(f"{names[k].name} ({names[k].definition})" for k in plan.secondary if k in names)
     primary = names.get(plan.primary)
@@ -260,17 +268,27 @@ def plan_section(model: ReportModel, data: StudyData) -> list[str]:
         f"- Primary outcome: **{primary.name if primary else plan.primary}** "
         f"({primary.definition if primary else ''}); per env: {windows or 'no runs'}.",
         f"- Secondary outcomes: {secondary or 'none'}.",
-        f"- Test: {TEST_NAMES[plan.test]} on the per-seed differences, two-sided, on {seeds}; equivalence: two "
-        f"one-sided tests with the {TEST_NAMES[plan.equivalence_test]}; at least {MIN_RUNS} seed pairs for any test. "
-        f"Design: {design}.",
+        f"- Test: {TEST_NAMES[plan.test]} on the per-seed differences, two-sided, on {seeds}; "
+        + (
+            "no equivalence test (claims: differs)"
+            if no_equivalence
+            else f"equivalence: two one-sided tests with the {TEST_NAMES[plan.equivalence_test]}"
+        )
+        + f"; at least {MIN_RUNS} seed pairs for any test. Design: {design}.",
         f"- Families: one per env and outcome (every variant against {model.baseline}), and one for the aggregate "
         f"across envs. {model.guarantee}",
-        f"- Equivalence margin ±δ of the primary outcome, per env: {margins or 'none'}. Secondary return outcomes use "
-        f"the same margin; overestimation: {plan.reference_fraction:.0%} of the task's reference span in discounted "
-        "value per state. Margins are fixed by the plan and the task's references, never by the compared runs.",
+        *earlier,
+        "- Equivalence margin: none planned (claims: differs: the plan makes no equivalence claims)."
+        if no_equivalence
+        else f"- Equivalence margin ±δ of the primary outcome, per env: {margins or 'none'}. Secondary return outcomes "
+        f"use the same margin; overestimation: {plan.reference_fraction:.0%} of the task's reference span in "
+        "discounted value per state. Margins are fixed by the plan and the task's references, never by the compared "
+        "runs.",
         f"- Failure outcome: a run did not learn when its final-window return is below "
         f"{plan.failure_fraction:.0%} of the reference span above the random policy (or the plan's declared return); "
-        f"a critic diverged when its overestimation is not finite or beyond {plan.divergence_factor:g}x the value span.",
+        f"a critic diverged when its overestimation is not finite or beyond {plan.divergence_factor:g}x the value span. "
+        "The report counts failures by the learning rules below wherever it applies them, so that one definition of "
+        "a failed run holds in every table.",
         f"- Power {plan.power:.0%} for the minimum detectable effect and the seeds needed.",
         _learning_line(plan),
         "",

@@ -44,7 +44,7 @@ from sb3_ablation.study.render.figures import (
     plot_performance_profiles,
     profile_band,
 )
-from sb3_ablation.study.render.labels import aggregate_labels, labels_of
+from sb3_ablation.study.render.labels import CANNOT_TELL_CEILING, CANNOT_TELL_FLOOR, aggregate_labels, labels_of
 from sb3_ablation.study.render.learning import learning_lines
 from sb3_ablation.study.render.plan import plan_banner, plan_section
 from sb3_ablation.study.render.report_json import write_report_json
@@ -151,10 +151,10 @@ def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict
         lines += learning_lines(learning, baseline, plan.alpha, plan.test)
         lines += ["### Tables and figures", ""]
     for result in e.outcomes:
-        tag = "primary" if result.primary else "secondary"
+        tag = "primary" if result.primary else "secondary, descriptive: estimates, no verdict"
         labels = labels_of(learning, result.outcome.is_return)
         lines += [f"**{result.outcome.name.capitalize()}** ({tag}; {result.outcome.definition}):", ""]
-        lines += outcome_table(result, baseline, what=result.primary, labels=labels)
+        lines += outcome_table(result, baseline, what=result.primary, labels=labels, descriptive=not result.primary)
         if result.sequential is not None:
             lines += looks_lines(result.sequential, plan.alpha, labels)
         if any(not c.reason.startswith("n =") for c in result.comparisons.values()):
@@ -162,7 +162,15 @@ def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict
     lines += [iqm_caption(model.reps, [s.n_runs for s in primary.stats.values()]), ""]
     lines += failures_table(e.failures, baseline, learning.threshold if learning is not None else None)
 
-    if len(env_variants) > MAX_CURVES:
+    region = next((f.learning.region for f in model.factorial if f.env == env and f.learning is not None), None)
+    if region is not None and not region.is_whole_design:
+        lines += [
+            f"Curves show {baseline} and the cells of the learning region (with {', '.join(region.enabling)} on), "
+            f"{len(e.figures.shown)} of {len(env_variants)} variants: the other cells' runs fail (see the factorial "
+            "analysis).",
+            "",
+        ]
+    elif len(env_variants) > MAX_CURVES:
         lines += [f"Curves show {baseline} and the {MAX_CURVES - 1} variants that differ most from it.", ""]
     name = safe_name(env)
     plot_intervals(
@@ -196,6 +204,36 @@ def _profile_figure(
     return [f"![{title}](figures/{path.name})", "", f"Performance profile (rliable): fraction of runs above x ({band}).", ""]
 
 
+def verdicts_paragraph(model: ReportModel) -> str:
+    """What the verdicts mean and the error control they hold to (the Method section's, not the findings')."""
+    return (
+        "**differs** = the plan's paired test rejects no difference; **equivalent** = two one-sided tests place the "
+        "difference within the margin; unresolved = neither, which is not evidence that the component does nothing "
+        "(its minimum detectable effect says what these seeds could have seen). Where both arms sit at the task's "
+        f"ceiling an equivalence is true by construction and reads `{CANNOT_TELL_CEILING}`; where no run of either arm "
+        f"learned it reads `{CANNOT_TELL_FLOOR}`; one where an arm has failed runs is withheld (`unresolved (failures "
+        "in an arm)`; each task's 'Where TD3 learns' says why), and so is a factorial effect's averaged over cells "
+        "where nothing learns, whose `differs` says so (`differs (averaged over floor cells)`). Only the primary "
+        "outcome's comparisons are verdicts: a secondary outcome, a family of one or an interval not adjusted for the "
+        "family is descriptive, an estimate with its interval. No equivalence test keeps a false `equivalent` at alpha "
+        "when a variant fails on only a few seeds (the package's calibration, docs/calibration.md: such failures are "
+        f"often absent from a 10-seed sample): an `equivalent` does not exclude rare failures. {model.guarantee}"
+    )
+
+
+def _banner_texts(lines: list[str]) -> list[str]:
+    """The warnings of :func:`~sb3_ablation.study.render.plan.plan_banner`, one text each."""
+    return [line[2:] for line in lines if line.startswith("> ")]
+
+
+def _headline(text: str) -> str:
+    """A warning's first, bold part, for the short list under the findings (the whole text is in the Method)."""
+    if not text.startswith("**") or "**" not in text[2:]:
+        return text
+    head = text[2 : text.index("**", 2)].rstrip(":. ")
+    return text if head.lower() == "plan history" else f"{head}."
+
+
 def _one_level_down(lines: list[str]) -> list[str]:
     """Markdown lines with every heading one level lower (a section's ``## Analysis plan`` under ``## Method``)."""
     return [f"#{line}" if line.startswith("#") and line.lstrip("#").startswith(" ") else line for line in lines]
@@ -218,47 +256,50 @@ def render_report(model: ReportModel, out: str | os.PathLike) -> Path:
     figures = out / "figures"
     colors = palette(data.variants)
     settings = data.manifest.get("settings", {})
-    lines = [
-        f"# Ablation study report: {', '.join(data.envs)}",
-        "",
+    study = (
         f"Study folder `{out}`. Variants: {', '.join(data.variants)}; seeds: {', '.join(map(str, data.manifest['seeds']))}; "
         f"training steps: {training_steps_text(data.manifest)}{overrides_text(settings)}; evaluation every "
         f"{settings.get('eval_freq') or 'n_timesteps/20'} steps with {settings.get('eval_episodes')} deterministic episodes. "
-        f"Baseline: **{model.baseline}**.",
-        "",
-    ]
-    lines = [*lines[:2], *plan_banner(model), *lines[2:]]  # the banners right under the title
+        f"Baseline: **{model.baseline}**."
+    )
+    warnings = _banner_texts(plan_banner(model))
     if data.failed or data.missing:
-        lines += [f"**Incomplete study:** {len(data.failed)} failed and {len(data.missing)} missing runs (see the end).", ""]
-    # what a student reads first: the findings, then per task where TD3 learns and the tables, then the method
-    lines += [
-        "## Findings",
+        warnings.insert(
+            0, f"**Incomplete study:** {len(data.failed)} failed and {len(data.missing)} missing runs (see the end)."
+        )
+    # what a student reads first: the findings, the warnings on where they come from, per task where TD3 learns and
+    # the tables, then the method (the study, the error control, the warnings in full, the plan)
+    lines = [
+        f"# Ablation study report: {', '.join(data.envs)}",
         "",
-        "Generated from the verdicts below: **differs** = the plan's paired test rejects no difference; **equivalent** "
-        "= two one-sided tests place the difference within the margin; **unresolved** = neither, which is not evidence "
-        f"that the component does nothing (its minimum detectable effect says what these seeds could have seen). "
-        "An `equivalent` where both arms sit at the task's ceiling or every run failed reads `equivalent (at "
-        "ceiling)` or `equivalent (at floor)`, and one where an arm has failed runs is withheld (`unresolved "
-        "(failures in an arm)`; each task's 'Where TD3 learns' says why). No equivalence test keeps a false "
-        "`equivalent` at alpha when a variant fails on only a few seeds (the package's calibration, "
-        "docs/calibration.md: such failures are often absent from a 10-seed sample): an `equivalent` does not exclude "
-        f"rare failures. {model.guarantee}",
+        "## Findings",
         "",
         FINDINGS_START,
         findings_markdown(model).rstrip(),
         FINDINGS_END,
         "",
     ]
+    if warnings:
+        lines += [
+            "Before quoting these results (each in full under Method, 'Where the records come from'):",
+            "",
+            *[f"- {_headline(text)}" for text in warnings],
+            "",
+        ]
     for e in model.envs:
         lines += _env_section(model, data, e, colors, figures)
     aggregate = model.across.aggregate if model.across is not None else None
     labels = aggregate_labels(model.learning, list(aggregate.comparisons) if aggregate is not None else [])
-    lines += across_section(model.across, data.envs, model.baseline, model.plan, colors, figures, labels)
+    env_labels = {learning.env: labels_of(learning) for learning in model.learning}
+    lines += across_section(model.across, data.envs, model.baseline, model.plan, colors, figures, labels, env_labels)
     for section in extra_sections(model):
         for name, draw in section.figures.items():
             draw(figures / name)
         lines += [f"## {section.title}", "", *section.lines, ""]
-    method = list(plan_section(model, data))
+    method = ["## Study", "", study, "", "## Verdicts and error control", "", verdicts_paragraph(model), ""]
+    if warnings:
+        method += ["## Where the records come from", "", *[f"- {text}" for text in warnings], ""]
+    method += list(plan_section(model, data))
     for field, one, several in MADE_WITH:
         method += made_with_lines(getattr(data, field), data, one, several)
     method += warnings_section(data)

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.common.io import write_json_atomic
+from sb3_ablation.study.render.along_training import along_training_json
 from sb3_ablation.study.render.committed import answer_for
 from sb3_ablation.study.render.json import comparison_json, env_json, number
-from sb3_ablation.study.render.labels import aggregate_labels, labels_of
+from sb3_ablation.study.render.labels import aggregate_labels, labels_of, qualified_verdict
 from sb3_ablation.study.render.learning import learning_json
 from sb3_ablation.study.render.plan import plan_provenance_json
 from sb3_ablation.study.render.sections import extra_sections
@@ -28,6 +29,7 @@ def _env(model: ReportModel, e: EnvResult) -> dict[str, Any]:
     learning = learning_of(model, e.env)
     answer = answer_for(model, e)
     extra = {
+        "along_training": along_training_json(model, e.env),
         "learning": None if learning is None else learning_json(learning, model.baseline, model.plan.alpha, model.plan.test),
         "committed_answer": None
         if answer is None
@@ -49,17 +51,24 @@ def model_json(model: ReportModel) -> dict:
 
     Per env (``envs.<env>``), besides its outcomes and failures:
 
-    - every comparison (``outcomes.<outcome>.variants.<variant>``, and the aggregate's) has ``verdict`` (the test's),
-      ``label`` (``at ceiling``, ``at floor``, ``failures in an arm``, or null; only on an ``equivalent``) and
-      ``qualified_verdict``, the verdict as the report gives it (``equivalent (at ceiling)``, ``equivalent (at
-      floor)``, ``unresolved (failures in an arm)``, else ``verdict``): quote that one;
+    - every comparison (``outcomes.<outcome>.variants.<variant>``, and the aggregate's, a factorial's effects, the
+      sequential decisions, the plan versions' tables) has ``verdict``, the verdict as the report shows it, and
+      ``test_verdict``, the test's own result: :func:`~sb3_ablation.study.render.json.verdict_json` defines these keys
+      and ``label``, ``descriptive``, ``qualified_verdict`` (a secondary outcome's and a replication's comparisons
+      are ``descriptive``);
+    - ``failures.rules``: which definition counted the failures (``learning``: the rules of ``learning``, the one the
+      report uses wherever it applies them; ``plan``: the plan's failure outcome);
     - ``learning``: where TD3 learns (:func:`~sb3_ablation.study.render.learning.learning_json`): the failure rules,
       TD3's budget progress, the ceiling, and per variant its failures against the baseline's and its return among
       the runs that learned;
     - ``committed_answer``: the committed study a task with too few seeds for a verdict points to
-      (:mod:`~sb3_ablation.study.render.committed`), null otherwise.
+      (:mod:`~sb3_ablation.study.render.committed`), null otherwise;
+    - ``along_training``: each comparison's return difference at every evaluation step with pointwise and simultaneous
+      95% bands, the steps where the simultaneous band excludes 0 and its sentence
+      (:func:`~sb3_ablation.study.render.along_training.along_training_json`; descriptive, null: not computed).
     """
     across = None
+    env_labels = {learning.env: labels_of(learning) for learning in model.learning}
     if model.across:
         labels = aggregate_labels(model.learning, list(model.across.aggregate.comparisons) if model.across.aggregate else [])
         aggregate = model.across.aggregate
@@ -69,7 +78,13 @@ def model_json(model: ReportModel) -> dict:
             "components": {
                 c.variant: {
                     "per_env": {
-                        env: {"d_z": d, "variance": var, "verdict": verdict} for env, (d, var, verdict) in c.effects.items()
+                        env: {
+                            "d_z": d,
+                            "variance": var,
+                            "verdict": qualified_verdict(verdict, env_labels.get(env, {}).get(c.variant)),
+                            "test_verdict": verdict,
+                        }
+                        for env, (d, var, verdict) in c.effects.items()
                     },
                     "combined": number(c.meta.estimate),
                     "ci": [number(c.meta.ci_low), number(c.meta.ci_high)],
@@ -105,7 +120,10 @@ def model_json(model: ReportModel) -> dict:
         "baseline": model.baseline,
         "bootstrap": {"reps": model.reps, "seed": model.seed},
         "envs": {e.env: _env(model, e) for e in model.envs},
-        "replication": None if model.replication is None else {e.env: env_json(e, model.baseline) for e in model.replication},
+        # seeds outside the plan's confirmatory seeds: descriptive, no verdicts
+        "replication": None
+        if model.replication is None
+        else {e.env: env_json(e, model.baseline, descriptive=True) for e in model.replication},
         "across_envs": across,
         "sections": {s.title: s.json for s in extra_sections(model)},
         "summary": {"per_task": summary_per_task(model), "across_tasks": summary_across_tasks(model)},

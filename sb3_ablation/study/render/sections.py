@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sb3_ablation.study.render.along_training import along_training_sections
 from sb3_ablation.study.render.amendments import amendment_sections
 from sb3_ablation.study.render.engine_check import engine_sections
 from sb3_ablation.study.render.factorial import factorial_sections
@@ -21,7 +22,13 @@ if TYPE_CHECKING:
 
 def extra_sections(model: ReportModel) -> list[Section]:
     """The extra sections of a report (none for a plain leave-one-out study with one engine)."""
-    return factorial_sections(model) + engine_sections(model) + tuning_sections(model) + amendment_sections(model)
+    return (
+        along_training_sections(model)
+        + factorial_sections(model)
+        + engine_sections(model)
+        + tuning_sections(model)
+        + amendment_sections(model)
+    )
 
 
 __all__ = ["Section", "extra_sections"]

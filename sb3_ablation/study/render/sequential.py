@@ -63,8 +63,8 @@ def looks_lines(looks: Looks, alpha: float, labels: Mapping[str, str | None] | N
 
 
 def looks_json(looks: Looks, labels: Mapping[str, str | None] | None = None) -> dict[str, Any]:
-    """The sequential analysis as plain JSON (non-finite numbers as null); ``qualified_verdict``: the decision as the
-    report gives it (:mod:`~sb3_ablation.study.render.labels`)."""
+    """The sequential analysis as plain JSON (non-finite numbers as null); ``verdict`` (and ``qualified_verdict``): the
+    decision as the report gives it (:mod:`~sb3_ablation.study.render.labels`), ``test_verdict``: the test's own."""
 
     def number(x: float) -> float | None:
         return x if math.isfinite(x) else None
@@ -76,7 +76,9 @@ def looks_json(looks: Looks, labels: Mapping[str, str | None] | None = None) -> 
         "reached": looks.reached,
         "decisions": {
             v: {
-                "verdict": d.verdict,
+                # as verdict_json: the decision as shown, and the test's own
+                "verdict": qualified_verdict(d.verdict, (labels or {}).get(v)),
+                "test_verdict": d.verdict,
                 "qualified_verdict": qualified_verdict(d.verdict, (labels or {}).get(v)),
                 "look": d.look,
                 "level": d.level,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -11,25 +12,34 @@ from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.render.committed import answer_for
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
-from sb3_ablation.study.render.labels import aggregate_labels, labels_of, qualified_verdict
+from sb3_ablation.study.render.labels import (
+    CANNOT_TELL_CEILING,
+    CANNOT_TELL_FLOOR,
+    aggregate_labels,
+    labels_of,
+    qualified_verdict,
+)
 from sb3_ablation.study.render.learning import budget_sentence
 from sb3_ablation.study.render.tables import margin_text
 
 if TYPE_CHECKING:
     from sb3_ablation.study.analyse.inference import Comparison
     from sb3_ablation.study.analyse.learning import EnvLearning
-    from sb3_ablation.study.analyse.report_model import EnvResult, ReportModel
+    from sb3_ablation.study.analyse.report_model import EarlierResult, EnvResult, ReportModel
 
-#: what a labelled equivalence means, before its comparisons
+#: what a verdict shown with a label or regime means, before its comparisons
 LABEL_MEANINGS = {
-    "equivalent (at ceiling)": "both arms sit at the task's ceiling at this budget, so this says the task is too easy "
-    "here, not that TD3 does not need the component: ",
-    "equivalent (at floor)": "no run of either arm learned at this budget, so this says the budget is too short, not "
-    "that the component does nothing: ",
+    CANNOT_TELL_CEILING: "at the ceiling the margin and the ceiling tolerance are of one size, so an equivalence is "
+    "true by construction (the area under the learning curve and the curves show what the component changes before "
+    "it): ",
+    CANNOT_TELL_FLOOR: "no run of either arm learned at this budget, so this says the budget is too short, not that "
+    "the component does nothing: ",
     "unresolved (failures in an arm)": "equivalent on the return, but withheld: an arm has failed runs, which a test of "
     "the return cannot see as such (see the failure rates and the return among the runs that learned, under 'Where "
     "TD3 learns'): ",
 }
+#: below this share of the baseline's runs that learned, its comparisons say little (the findings say so first)
+FEW_LEARNED = 0.5
 
 
 def learning_of(model: ReportModel, env: str) -> EnvLearning | None:
@@ -42,15 +52,28 @@ def describe_comparison(c: Comparison, digits: int = 1) -> str:
     return f"{c.name} {fmt(c.effect, digits)} {fmt_ci(c.ci, digits)}, p {fmt_p(c.p_raw)}, adjusted {fmt_p(c.p_adjusted)}"
 
 
+def estimates_text(comparisons: Mapping[str, Comparison], digits: int = 1) -> str:
+    """Each comparison's estimate with its 95% interval, largest first (a descriptive line: no verdict's words)."""
+    ordered = sorted(comparisons.values(), key=lambda c: -abs(c.effect) if c.effect == c.effect else 0.0)
+    return "; ".join(f"{c.name} {fmt(c.effect, digits)} {interval_text(c, digits)}" for c in ordered)
+
+
+def interval_text(c: Comparison, digits: int = 1) -> str:
+    """A comparison's 95% interval, or ``(no interval)`` where the test gave none."""
+    if c.ci is None or not all(math.isfinite(x) for x in c.ci):
+        return "(no interval)"
+    return fmt_ci(c.ci, digits)
+
+
 def verdict_lines(
     comparisons: dict[str, Comparison], digits: int = 1, labels: Mapping[str, str | None] | None = None
 ) -> list[str]:
     """
-    The verdicts of one family, one line each (only the non-empty ones). An ``equivalent`` with a label
-    (:func:`~sb3_ablation.study.render.learning.qualified_verdict`) gets its own line: ``equivalent (at ceiling)``,
-    ``equivalent (at floor)``, or withheld as ``unresolved (failures in an arm)``.
+    The verdicts of one family, one line each (only the non-empty ones), as the report gives them
+    (:func:`~sb3_ablation.study.render.labels.qualified_verdict`): a plain ``differs`` or ``equivalent`` in bold, a
+    verdict with a regime or a label on its own line with what it means, never in bold.
 
-    :param labels: variant -> the label of its ``equivalent`` (:attr:`~sb3_ablation.study.analyse.learning.EnvLearning.labels`)
+    :param labels: variant -> the label of its verdict (:attr:`~sb3_ablation.study.analyse.learning.EnvLearning.labels`)
     """
     labels = labels or {}
     shown = {name: qualified_verdict(c.verdict, labels.get(name)) for name, c in comparisons.items()}
@@ -74,7 +97,12 @@ def verdict_lines(
         lines.append(f"**equivalent** within the margin: {equivalence_items(by[EQUIVALENT])}.")
     for verdict in sorted(set(shown.values()) - {DIFFERS, EQUIVALENT, UNRESOLVED}):
         found = [c for name, c in comparisons.items() if shown[name] == verdict]
-        lines.append(f"**{verdict}**: {LABEL_MEANINGS.get(verdict, '')}{equivalence_items(found)}.")
+        items = (
+            "; ".join(describe_comparison(c, digits) for c in found)
+            if verdict.startswith(DIFFERS)
+            else equivalence_items(found)
+        )
+        lines.append(f"{verdict}: {LABEL_MEANINGS.get(verdict, '')}{items}.")
     tested = [c for c in by[UNRESOLVED] if not c.reason.startswith("n =")]
     if tested:
         items = "; ".join(
@@ -85,14 +113,54 @@ def verdict_lines(
             for c in sorted(tested, key=lambda c: -abs(c.effect))
         )
         lines.append(
-            "**unresolved** (not detected, which is not 'no effect'; an interval that excludes 0 without a verdict is "
-            f"not corrected for the family; minimum detectable effect at 80% power): {items}."
+            "unresolved (not detected, which is not 'no effect'; an interval that excludes 0 without a verdict is "
+            f"not corrected for the family and is no finding; minimum detectable effect at 80% power): {items}."
         )
     untested = [c for c in by[UNRESOLVED] if c.reason.startswith("n =")]
     if untested:
         reasons = sorted({c.reason for c in untested})
-        lines.append(f"**unresolved**, no test ({'; '.join(reasons)}): {', '.join(c.name for c in untested)}.")
+        lines.append(f"unresolved, no test ({'; '.join(reasons)}): {', '.join(c.name for c in untested)}.")
     return lines
+
+
+def one_sided_interval(c: Comparison, digits: int = 1) -> str:
+    """A comparison's interval as the report prints it: ``[low, high]``, or a one-sided bound ``[low, ∞)``."""
+    if c.ci and math.isinf(c.ci[1]) and math.isfinite(c.ci[0]):
+        return f"[{fmt(c.ci[0], digits)}, ∞) (one-sided)"
+    if c.ci and math.isinf(c.ci[0]) and math.isfinite(c.ci[1]):
+        return f"(-∞, {fmt(c.ci[1], digits)}] (one-sided)"
+    return fmt_ci(c.ci, digits)
+
+
+def earlier_line(result: EarlierResult, digits: int = 1) -> str:
+    """
+    A hypothesis at an earlier budget as its own finding: ``no_delayed_policy_update at 300,000 steps (one-sided:
+    ahead): +757.0 [241.1, ∞) (one-sided), n = 10, p 0.001, adjusted 0.004 (same family): **differs**``.
+    """
+    c = result.comparison
+    verdict = f"**{c.verdict}**" if c.verdict == DIFFERS else c.verdict + (f" ({c.reason})" if c.reason else "")
+    return (
+        f"{result.name}: {fmt(c.effect, digits)} {one_sided_interval(c, digits)}, n = {c.n}, p {fmt_p(c.p_raw)}, "
+        f"adjusted {fmt_p(c.p_adjusted)} (in this family): {verdict}"
+    )
+
+
+def regime_line(learning: EnvLearning, baseline: str | None) -> str | None:
+    """
+    What the baseline's own runs did, the first thing a task's findings say: how many of them learned (by the rules
+    of 'Where TD3 learns'), and where fewer than :data:`FEW_LEARNED` of them did, that its comparisons say little.
+    ``None``: no baseline runs.
+    """
+    runs = learning.fates.get(baseline or "", {})
+    if not runs:
+        return None
+    learned = sum(not fate.failed for fate in runs.values())
+    head = f"{baseline} learned in {learned} of {plural(len(runs), 'run')}"
+    if learned == len(runs):
+        head = f"{baseline} learned in all {plural(len(runs), 'run')}"
+    if learned < FEW_LEARNED * len(runs):
+        return f"**{head}: these comparisons say little** (a component cannot matter where {baseline} does not learn)."
+    return f"{head}."
 
 
 def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) -> list[str]:
@@ -102,21 +170,32 @@ def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) ->
     if primary is None:
         return [f"- **{e.env}**: no comparison with {model.baseline} (no finished runs of it).", ""]
     if not primary.comparisons:  # the baseline alone, e.g. a pilot: it describes, it tests nothing
-        return [f"- **{e.env}**: only {model.baseline} ran; nothing is compared (the tables describe its runs).", ""]
+        regime = regime_line(learning, model.baseline) if learning is not None else None
+        lines = [f"- **{e.env}**: only {model.baseline} ran; nothing is compared (the tables describe its runs)."]
+        if learning is not None:
+            lines += [f"  - {regime}" if regime else "", f"  - {budget_sentence(learning.budget)}"]
+        return [*[line for line in lines if line], ""]
     n = sorted({c.n for c in primary.comparisons.values()})
     family = max(c.family_size for c in primary.comparisons.values())
-    lines = [
-        f"- **{e.env}**, {primary.outcome.name} ({plural(len(e.window), 'evaluation')}: steps "
-        f"{e.window[0]:,}-{e.window[-1]:,} of {e.training_steps:,}), n = {'/'.join(map(str, n))} seed pairs, "
-        + (f"{TEST_NAMES[model.plan.test]}, family of {family}" if family else f"no test (fewer than {MIN_RUNS} pairs)")
-        + f", alpha = {model.plan.alpha:g} for differs and equivalent together, margin {margin_text(primary.margin)}:"
-    ]
-    labels = labels_of(learning, primary.outcome.is_return)
-    lines += [f"  - {line}" for line in verdict_lines(primary.comparisons, labels=labels)]
+    # the regime first: what the baseline's own runs did, then how far it came at this budget
+    regime = regime_line(learning, model.baseline) if learning is not None else None
+    lines = [f"- **{e.env}** at {e.training_steps:,} steps" + (f": {regime}" if regime else ":")]
     if learning is not None:
         lines.append(f"  - {budget_sentence(learning.budget)}")
         if learning.ceiling is not None and learning.ceiling.at_ceiling:
-            lines.append("  - Every variant sits at the task's ceiling at this budget (see 'Where TD3 learns').")
+            lines.append(
+                "  - Every variant sits at the task's ceiling at this budget: an equivalence here cannot tell what a "
+                "component does (see 'Where TD3 learns')."
+            )
+    if replication:
+        lines.append(
+            "  - Descriptive (seeds outside the plan's confirmatory seeds, no verdict under its error control): "
+            f"{primary.outcome.name}, {estimates_text(primary.comparisons)}."
+        )
+    else:
+        labels = labels_of(learning, primary.outcome.is_return)
+        lines += [f"  - {line}" for line in verdict_lines(primary.comparisons, labels=labels)]
+        lines += [f"  - At an earlier budget of the same runs: {earlier_line(result)}." for result in primary.earlier]
     answer = None if replication else answer_for(model, e)
     if answer is not None:
         lines.append(f"  - Too few seeds here for a verdict. {answer.sentence()}")
@@ -128,29 +207,25 @@ def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) ->
                 f"  - Runs that failed (did not learn, or critic diverged): {', '.join(failed)} ('Where TD3 learns' "
                 "gives the rules, the exact tests and the return among the runs that learned)."
             )
-    else:
-        failed = [
-            f"{v} {f.did_not_learn.failed}/{f.did_not_learn.n}"
-            for v, f in e.failures.variants.items()
-            if f.did_not_learn is not None and f.did_not_learn.failed
-        ]
-        if failed:
-            lines.append(f"  - Runs that did not learn: {', '.join(failed)} (the failures table gives exact CIs and tests).")
     for result in e.outcomes:
         if result.primary or not result.comparisons:
             continue
-        outcome_labels = labels_of(learning, result.outcome.is_return)
-        shown = {name: qualified_verdict(c.verdict, outcome_labels.get(name)) for name, c in result.comparisons.items()}
-        differs = [c for c in result.comparisons.values() if c.verdict == DIFFERS]
-        equivalent = [c for name, c in result.comparisons.items() if shown[name] == EQUIVALENT]
-        parts = [
-            "differs: " + ("; ".join(describe_comparison(c) for c in differs) if differs else "none"),
-            "equivalent: " + (", ".join(c.name for c in equivalent) if equivalent else "none"),
-        ]
-        for verdict in sorted(set(shown.values()) - {DIFFERS, EQUIVALENT, UNRESOLVED}):
-            parts.append(f"{verdict}: " + ", ".join(name for name, v in shown.items() if v == verdict))
-        rest = sum(v == UNRESOLVED for v in shown.values())
-        lines.append(f"  - {result.outcome.name.capitalize()}: {'; '.join(parts)}; {plural(rest, 'comparison')} unresolved.")
+        lines.append(
+            f"  - {result.outcome.name.capitalize()} (secondary: descriptive, estimates with 95% intervals, no verdict): "
+            f"{estimates_text(result.comparisons)}."
+        )
+    if replication:  # descriptive: no test's family or margin to state
+        return [*lines, ""]
+    lines.append(
+        f"  - How: {primary.outcome.name} ({plural(len(e.window), 'evaluation')}: steps {e.window[0]:,}-"
+        f"{e.window[-1]:,}), n = {'/'.join(map(str, n))} seed pairs, "
+        + (f"{TEST_NAMES[model.plan.test]}, family of {family}" if family else f"no test (fewer than {MIN_RUNS} pairs)")
+        + (
+            f", alpha = {model.plan.alpha:g} for differs (no equivalence claims)."
+            if model.plan.claim_rule == "differs"
+            else f", alpha = {model.plan.alpha:g} for differs and equivalent together, margin {margin_text(primary.margin)}."
+        )
+    )
     return [*lines, ""]
 
 
@@ -172,17 +247,15 @@ def summary_across_tasks(model: ReportModel) -> list[str]:
     lines = []
     for c in across.components:
         state = (
-            f"task-dependent ({c.signs} on the {k} tasks)"
+            f"the Q test rejects one effect on every task ({c.signs} on the {k} tasks)"
             if c.task_dependent
-            else "consistent"
-            if c.consistent
-            else "not detected"
+            else f"task dependence not shown (a Q test on {k} tasks has little power: not evidence of one effect)"
         )
         lines.append(
             f"- {c.variant}: combined standardized effect {fmt(c.meta.estimate, 2)} "
             f"{fmt_ci((c.meta.ci_low, c.meta.ci_high), 2)} over {k} tasks (random effects, Hartung-Knapp), p Holm "
             f"{fmt_p(c.p_adjusted)}; heterogeneity I² {fmt(100 * c.meta.i2, 0)}%, Q p Holm "
-            f"{fmt_p(c.p_heterogeneity_adjusted)}: **{state}**."
+            f"{fmt_p(c.p_heterogeneity_adjusted)}: {state} (descriptive)."
         )
     if across.aggregate is not None:
         lines.append(f"- Aggregate ({across.aggregate.how}), n = {len(across.seeds)} seeds:")

@@ -7,12 +7,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT
+from sb3_ablation.study.analyse.failures import LEARNING_RULES
+from sb3_ablation.study.analyse.inference import DIFFERS
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
+from sb3_ablation.study.analyse.report_model import NO_MARGIN_PLANNED
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.plan.variants import parse_variant
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
-from sb3_ablation.study.render.labels import qualified_verdict
+from sb3_ablation.study.render.labels import DESCRIPTIVE, is_plain, qualified_verdict
 
 if TYPE_CHECKING:
     from sb3_ablation.study.analyse.failures import EnvFailures, FailureCount
@@ -22,23 +24,31 @@ if TYPE_CHECKING:
 
 
 def verdict_cell(verdict: str, within_margin: bool = False, label: str | None = None) -> str:
-    """A verdict in a table; an ``equivalent`` with its label (:mod:`~sb3_ablation.study.render.labels`)."""
-    if verdict == DIFFERS:
-        return "**differs**" + (" (within the margin)" if within_margin else "")
-    if verdict == EQUIVALENT and label is not None:
-        shown = qualified_verdict(verdict, label)
-        return f"**{shown}**" if shown.startswith(EQUIVALENT) else shown
-    return "**equivalent**" if verdict == EQUIVALENT else "unresolved"
+    """
+    A verdict in a table as the report gives it (:func:`~sb3_ablation.study.render.labels.qualified_verdict`): only a
+    plain ``differs`` or ``equivalent`` in bold, a labelled one (a regime, a floor) never.
+    """
+    shown = qualified_verdict(verdict, label)
+    if not is_plain(shown):
+        return shown
+    return f"**{shown}**" + (" (within the margin)" if shown == DIFFERS and within_margin else "")
+
+
+def margin_how(how: str) -> str:
+    """How a margin was set, in plain words (``none: ...; declare one`` -> ``none: ...; a plan may declare one``)."""
+    how = how.removeprefix("none: ")
+    return how.replace("; declare one", "; a plan may declare one")
 
 
 def margin_text(margin: Margin, digits: int = 1) -> str:
-    """``±53.4 (2.1 seed SDs, 5% of the reference span)``: the margin in the three units a reader judges it by."""
+    """``±53.4 (2.1 seed SDs, 5% of the reference span)``: the margin in the three units a reader judges it by;
+    ``none (...): no equivalence can be shown`` where there is none."""
     if margin.value != margin.value:  # NaN: no margin
-        return f"no margin ({margin.how})"
-    units = [f"{fmt(margin.seed_sds, 1)} seed SDs of the baseline"]
+        return f"none ({margin_how(margin.how)}): no equivalence can be shown"
+    units = [f"{fmt(margin.seed_sds, 1)} seed SDs of the baseline"] if margin.seed_sds == margin.seed_sds else []
     if margin.span_share is not None:
         units.append(f"{margin.span_share:.0%} of the reference span")
-    return f"±{fmt(margin.value, digits)} ({', '.join(units)}; {margin.how})"
+    return f"±{fmt(margin.value, digits)} ({', '.join([*units, margin.how])})"
 
 
 def _per_seed(seeds: tuple[int, ...], values: tuple[float, ...], digits: int = 1) -> str:
@@ -85,6 +95,7 @@ def outcome_table(
     digits: int = 1,
     what: bool = True,
     labels: Mapping[str, str | None] | None = None,
+    descriptive: bool = False,
 ) -> list[str]:
     """
     The table of one outcome. With enough runs: IQM with its bootstrap CI (not corrected), the paired estimate with the
@@ -92,6 +103,8 @@ def outcome_table(
     few: each seed's value and each seed's difference to the baseline.
 
     :param labels: variant -> the label of its ``equivalent`` (:mod:`~sb3_ablation.study.render.labels`)
+    :param descriptive: the outcome's comparisons are not verdicts under the plan's error control (a secondary
+        outcome): no verdict, MDE or seeds needed, only the estimates
     """
     stats, comparisons = result.stats, result.comparisons
     first = "| variant | what it is | runs |" if what else "| variant | runs |"
@@ -118,13 +131,17 @@ def outcome_table(
                 needed = str(c.seeds_needed) if c.seeds_needed else "> 1,000"
                 label = (labels or {}).get(variant)
                 verdict = verdict_cell(c.verdict, c.within_margin, label) + (f" ({c.reason})" if c.reason else "")
+                if descriptive:
+                    verdict = DESCRIPTIVE  # the estimate and its interval beside it, no verdict's word
                 cells += [
                     f"{fmt(c.effect, digits)} {fmt_ci(c.ci, digits)} (n = {c.n})",
                     f"{fmt_p(c.p_raw)} ({fmt_p(c.p_adjusted)})",
-                    f"{fmt_p(c.p_equivalence)} ({fmt_p(c.p_equivalence_adjusted)})",
+                    "none planned"
+                    if result.margin.how == NO_MARGIN_PLANNED
+                    else f"{fmt_p(c.p_equivalence)} ({fmt_p(c.p_equivalence_adjusted)})",
                     verdict,
-                    fmt(c.mde, digits),
-                    "—" if c.verdict != "unresolved" else needed,
+                    "—" if descriptive else fmt(c.mde, digits),
+                    "—" if descriptive or c.verdict != "unresolved" else needed,
                 ]
         else:
             cells += [_per_seed(s.seeds, s.per_seed, digits), fmt(s.mean, digits)]
@@ -133,7 +150,7 @@ def outcome_table(
             else:
                 cells += [_per_seed(s.paired_seeds, s.paired_diffs, digits), fmt(s.paired_diff, digits)]
         lines.append("| " + " | ".join(cells) + " |")
-    return [*per_cell_heading(result), *lines, ""]
+    return [*([] if descriptive else per_cell_heading(result)), *lines, ""]
 
 
 def per_cell_heading(result: OutcomeResult) -> list[str]:
@@ -157,51 +174,93 @@ def table_legend(result: OutcomeResult, plan: AnalysisPlan) -> str:
     family = max((c.family_size for c in result.comparisons.values()), default=0)
     same = plan.equivalence_test == plan.test
     step = "Shaffer's step-down: at most one of a comparison's two claims can be false" if same else "Holm's step-down"
+    if plan.claim_rule == "partitioned":
+        step = "claims partitioned: both claims of a comparison at its share of alpha, Holm's step-down over the comparisons"
     if result.sequential is not None:
         step = "the group-sequential looks below decide instead of adjusted p-values, n/a here"
-    return (
+    no_equivalence = plan.claim_rule == "differs"
+    if no_equivalence:
+        step = "Holm's step-down" if result.sequential is None else step
+    estimates = (
         f"Paired Δ: the {TEST_NAMES[plan.test]} estimate of the per-seed differences (variant - baseline; a seed's runs "
         f"share initial weights and evaluation episodes) with its 95% interval. p no difference: that test, two-sided; "
-        f"p not equivalent: two one-sided tests at the margin (TOST) with the {TEST_NAMES[plan.equivalence_test]}"
-        + ("" if same else ", which failures pull down, so a variant that fails more often is not called equivalent")
-        + f"; adjusted: over the family's {family} comparisons, both kinds of claims sharing one family-wise alpha = "
-        f"{plan.alpha:g} ({step}). **differs**: the test rejects no difference; **equivalent**: the TOST places the "
-        f"difference within the margin {margin_text(result.margin)}; unresolved: neither. MDE: the smallest true "
-        f"difference a paired t-test would detect with {plan.power:.0%} power at this n and the first step's level "
-        "(an approximation for the rank test); seeds needed: the seeds that would detect the observed Δ so."
+        + (
+            "p not equivalent: none planned (claims: differs)"
+            if no_equivalence
+            else f"p not equivalent: two one-sided tests at the margin (TOST) with the {TEST_NAMES[plan.equivalence_test]}"
+            + ("" if same else ", which failures pull down, so a variant that fails more often is not called equivalent")
+        )
+    )
+    if not result.primary:
+        return (
+            f"{estimates}; adjusted: over the outcome's {family} comparisons. Descriptive: a secondary outcome is no "
+            "verdict under the plan's error control (which holds for the primary outcome), so its rows give estimates "
+            "with their intervals and p-values, no verdict."
+        )
+    margin = margin_text(result.margin)
+    equivalent = (
+        "no `equivalent` (the plan makes no equivalence claims)"
+        if no_equivalence
+        else f"**equivalent**: the TOST places the difference within the margin {margin}"
+        if result.margin.value == result.margin.value
+        else f"no `equivalent` (margin {margin})"
+    )
+    shared = "one family-wise" if no_equivalence else "both kinds of claims sharing one family-wise"
+    return (
+        f"{estimates}; adjusted: over the family's {family} comparisons, {shared} "
+        f"alpha = {plan.alpha:g} ({step}). **differs**: the test rejects no difference; {equivalent}; unresolved: "
+        f"neither. MDE: the smallest true difference a paired t-test would detect with {plan.power:.0%} power at this "
+        "n and the first step's level (an approximation for the rank test); seeds needed: the seeds that would detect "
+        "the observed Δ so."
     )
 
 
 def _count_cells(count: FailureCount | None) -> list[str]:
     if count is None or count.n == 0:
-        return ["n/a", "—"]
+        return ["not judged", "—"]
     rate = f"{count.failed}/{count.n} ({count.rate:.0%}) [{count.ci[0]:.0%}, {count.ci[1]:.0%}]"
     return [rate, "—" if count.p_vs_baseline is None else fmt_p(count.p_vs_baseline)]
 
 
 def failures_table(failures: EnvFailures, baseline: str | None, learning_threshold: float | None = None) -> list[str]:
     """
-    Per variant, by the plan's failure outcome: runs below its threshold, critics beyond its divergence bound (each
-    with its exact CI and McNemar p), worst runs.
+    Per variant: runs that did not learn, critics that diverged (each with its exact CI and McNemar p), worst runs; by
+    the rules of 'Where TD3 learns' where the report applies them (the one definition of the report), else by the
+    plan's failure outcome.
 
-    :param learning_threshold: the threshold of the learning rules ('Where TD3 learns'), where the report applies
-        them: said beside the plan's where the two differ, so that a reader does not take one count for the other
+    :param learning_threshold: the threshold of the learning rules, where the report applies them but the failures
+        were counted by the plan's outcome (said beside it, so that a reader does not take one count for the other)
     """
-    threshold = "not assessed" if failures.threshold is None else f"final-window return < {fmt(failures.threshold)}"
-    rules = ""
-    if learning_threshold is not None and learning_threshold != failures.threshold:
-        rules = (
-            f" These are the plan's failure outcome, not the learning rules of 'Where TD3 learns' (did not learn: "
-            f"final-window return < {fmt(learning_threshold)}), which its failure rates, the labels and the two-part "
-            "comparisons use."
-        )
     bound = failures.divergence_bound
-    beyond = "" if bound is None or not math.isfinite(bound) else f" or beyond ±{fmt(bound)}"
+    if failures.rules == LEARNING_RULES:
+        threshold = (
+            "no did-not-learn rule on this task"
+            if failures.threshold is None
+            else f"did not learn: final-window return < {fmt(failures.threshold)}"
+        )
+        title = (
+            f"**Failures, by the rules of 'Where TD3 learns'**, the one definition of this report ({threshold}; critic "
+            "diverged: critic 1's largest |Q| beyond its bound, as defined there)."
+        )
+    else:
+        threshold = "not assessed" if failures.threshold is None else f"final-window return < {fmt(failures.threshold)}"
+        rules = ""
+        if learning_threshold is not None and learning_threshold != failures.threshold:
+            rules = (
+                f" These are the plan's failure outcome, not the learning rules of 'Where TD3 learns' (did not learn: "
+                f"final-window return < {fmt(learning_threshold)}), which its failure rates, the labels and the "
+                "two-part comparisons use."
+            )
+        beyond = "" if bound is None or not math.isfinite(bound) else f" or beyond ±{fmt(bound)}"
+        title = (
+            f"**Failures, by the plan's failure outcome** (below the plan's threshold: {threshold}, "
+            f"{failures.threshold_how}; critic diverged: overestimation not finite{beyond}).{rules}"
+        )
+    below = "did not learn" if failures.rules == LEARNING_RULES else "below the plan's threshold"
     lines = [
-        f"**Failures, by the plan's failure outcome** (below the plan's threshold: {threshold}, "
-        f"{failures.threshold_how}; critic diverged: overestimation not finite{beyond}).{rules}",
+        title,
         "",
-        f"| variant | below the plan's threshold [95% exact CI] | McNemar p vs {baseline} | critic diverged [95% exact "
+        f"| variant | {below} [95% exact CI] | McNemar p vs {baseline} | critic diverged [95% exact "
         f"CI] | McNemar p vs {baseline} | mean of the worst 25% runs' return |",
         "|---|---:|---:|---:|---:|---:|",
     ]

@@ -42,7 +42,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.utils import get_device, set_random_seed
 
 from sb3_ablation.batched import BatchedTD3
-from sb3_ablation.batched.batched_td3 import MIXABLE_SWITCHES
+from sb3_ablation.batched.mixing import MIXABLE_SWITCHES
 from sb3_ablation.batched.streams import AgentStream
 from sb3_ablation.study.plan.records import RunTask, failed_record
 from sb3_ablation.study.run.checkpointing import add_checkpointer, try_resume
@@ -57,6 +57,8 @@ from sb3_ablation.study.store.runs import write_run
 from sb3_ablation.td3.policies import GaussianActor
 
 ENGINE = "batched"
+#: the batched engine whose update step is compiled (:mod:`~sb3_ablation.batched.update`)
+COMPILED_ENGINE = "batched-compiled"
 #: the records' ``random_streams``: each agent draws from its own streams (its record does not depend on its group)
 RANDOM_STREAMS = "per_agent"
 #: the records' ``evaluation`` where the agents' evaluation episodes ran in lockstep (absent: each agent's on its own)
@@ -68,7 +70,7 @@ class RunGroup:
     """
     The runs that one process trains together, the batched engine's unit of work: the seeds of one (env, variant), or
     with a group size, up to that many runs of one env whose variants differ only in switches an agent may have on its
-    own (:data:`~sb3_ablation.batched.batched_td3.MIXABLE_SWITCHES`).
+    own (:data:`~sb3_ablation.batched.mixing.MIXABLE_SWITCHES`).
 
     :param env: the env id
     :param variant: the variant's name (a mixed group: its variants' names joined by ``+``)
@@ -90,7 +92,8 @@ class RunGroup:
 
     def record_entries(self) -> dict[str, Any]:
         """What each record of the group says of how it ran: the engine, its random streams, a vectorised evaluation."""
-        entries: dict[str, Any] = dict(engine=ENGINE, random_streams=RANDOM_STREAMS)
+        engine = COMPILED_ENGINE if self.runs[0].compile_update else ENGINE
+        entries: dict[str, Any] = dict(engine=engine, random_streams=RANDOM_STREAMS)
         if self.evaluates_vectorised():
             entries["evaluation"] = VECTORISED_EVALUATION
         return entries
@@ -403,13 +406,16 @@ def execute_group(group: RunGroup) -> list[dict[str, Any]]:
     group_error = None
     try:
         with run_warnings.capture(), contextlib.redirect_stdout(io.StringIO()):
-            built = _build_group(tasks, checkpoints, run_warnings, vectorised)
-            for record, schedule in zip(records, built.schedules, strict=True):
+            built = _build_group(trained_runs(tasks), checkpoints, run_warnings, vectorised)
+            for record, schedule in zip(records, built.schedules[: len(records)], strict=True):
                 schedule.note_in(record)
                 if built.resumed_from is not None:
                     record.resumed_from = built.resumed_from
             # (the runs of a group share their settings: the first one's schedule is every one's)
             built.schedules[0].learn(built.batched, built.callbacks, done=int(built.batched.agent_timesteps))
+            if built.batched.compile_update:  # (paid once by the group: each record states it)
+                for record in records:
+                    record.compile_s = sum(built.batched.update_step.compile_s.values())
             _close_group(built.batched, built.evaluations)
     except Exception as error:  # the whole group failed (building it, or training)
         group_error = (f"{type(error).__name__}: {error}", traceback.format_exc())
@@ -436,6 +442,18 @@ def execute_group(group: RunGroup) -> list[dict[str, Any]]:
     if checkpoints is not None and group_error is None:
         checkpoints.remove()
     return finished
+
+
+def trained_runs(tasks: list[RunTask]) -> list[RunTask]:
+    """
+    The runs that a group's BatchedTD3 trains: the group's, and for a lone run of the compiled engine a copy of it
+    beside it (trained, never recorded). Compiled, one agent alone takes other arithmetic than in a group of two or
+    more (measured on torch 2.13's CPU build: ``tests/integration/test_batched_compiled.py``), so that engine never
+    trains an agent alone: a lone run costs two agents' steps, and its record is the one it has in any group.
+    """
+    if len(tasks) == 1 and tasks[0].compile_update:
+        return [tasks[0], dataclasses.replace(tasks[0], record=None, keep_model=False, tensorboard_log=None)]
+    return tasks
 
 
 def _close_group(batched: Any, evaluations: AgentEvaluations) -> None:
@@ -501,7 +519,7 @@ def _build_group(
             evaluators.append(schedule.make_evaluator(manager, task.seed))
             # where the process engine starts learning run k: its random streams from here on are agent k's
             streams.append(AgentStream.of_process(model.action_space, model.device))
-        fresh = BatchedTD3.from_agents(agents, managers[0]._hyperparams, streams)
+        fresh = BatchedTD3.from_agents(agents, managers[0]._hyperparams, streams, compile_update=tasks[0].compile_update)
         evaluations = AgentEvaluations(agents, evaluators, vectorised)
         checkpointer, episodes = add_checkpointer(
             fresh, tasks[0], checkpoints, str(managers[0].env_name), evaluations, run_warnings
@@ -512,7 +530,10 @@ def _build_group(
 
         def load(folder: Path, fresh: Any = fresh) -> Any:
             # SB3's load of the whole batched model (weights, Adam moments, counters), on the fresh one's envs
-            return BatchedTD3.load(folder / MODEL_FILE, env=fresh.get_env(), device=fresh.device, force_reset=False)
+            return BatchedTD3.load(
+                folder / MODEL_FILE, env=fresh.get_env(), device=fresh.device, force_reset=False,
+                compile_update=fresh.compile_update,
+            )  # fmt: skip
 
         def close(fresh: Any = fresh, evaluations: AgentEvaluations = evaluations) -> None:
             _close_group(fresh, evaluations)

@@ -50,5 +50,6 @@ ENGINES: dict[str, Engine] = {
     for engine in (
         Engine("process", _each_run, execute_run, failed_record),
         Engine("batched", make_groups, execute_group, failed_group, unit_name="batched group"),
+        Engine("batched-compiled", make_groups, execute_group, failed_group, unit_name="batched group"),
     )
 }

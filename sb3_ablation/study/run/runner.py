@@ -17,7 +17,14 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from sb3_ablation.common.utils import plural
-from sb3_ablation.study.plan.config import StudyConfig, StudyError, check_envs, make_tasks, resolve_hyperparams
+from sb3_ablation.study.plan.config import (
+    BATCHED_ENGINES,
+    StudyConfig,
+    StudyError,
+    check_envs,
+    make_tasks,
+    resolve_hyperparams,
+)
 from sb3_ablation.study.plan.designs import DESIGN_NAMES
 from sb3_ablation.study.plan.variants import Variant
 from sb3_ablation.study.run.backends import BY_NAME as BACKENDS
@@ -133,7 +140,7 @@ def _run_locked(
 
     checkpointed = sum(task.record is not None and RunCheckpoints(task.record).latest() is not None for task in pending)
     engine = ENGINES[config.engine]
-    if config.engine == "batched" and config.group_size is None:
+    if config.engine in BATCHED_ENGINES and config.group_size is None:
         design = any(spec.split(":")[0] in DESIGN_NAMES for spec in config.variants)
         size = default_group_size(tasks, design)
         for task in pending:

@@ -38,6 +38,7 @@ from typing import Any
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.plan.config import (
     ResolvedHyperparams,
+    SeedList,
     StudyConfig,
     StudyError,
     check_envs,
@@ -338,6 +339,7 @@ def tuned_config(config: StudyConfig, manifest: dict[str, Any]) -> tuple[StudyCo
         return None, left_out
     tuned = dataclasses.replace(
         config,
+        seeds=SeedList(config.seeds),  # (a plain list of one seed would read as a count again)
         out=str(tuned_folder(config.out)),
         variants=complete,
         tuning={},

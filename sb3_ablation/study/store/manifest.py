@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sb3_ablation.common.io import write_json_atomic
-from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, LearningRules
+from sb3_ablation.study.plan.analysis_plan import DEFAULT_CLAIMS, AnalysisPlan, LearningRules
 from sb3_ablation.study.plan.config import ResolvedHyperparams, StudyConfig, StudyError, to_jsonable
 from sb3_ablation.study.plan.digest import plan_digest, study_design
 from sb3_ablation.study.plan.records import RUN_FILE_FORMAT, timestamp, trained_by
@@ -124,6 +124,8 @@ def _declare_plan(manifest: dict[str, Any], config: StudyConfig, analysis: dict[
     manifest["analysis"] = to_jsonable(config.analysis) if analysis is None else analysis
     # a plan declared now declares where TD3 learns too: the rules' defaults unless the study file sets them
     manifest["analysis"].setdefault("learning", LearningRules().to_dict())
+    # and how its claims share alpha: the default rule of new plans unless the study file names one
+    manifest["analysis"].setdefault("claims", DEFAULT_CLAIMS)
     manifest["design"] = study_design(manifest["settings"], config.envs, config.variants)
     finished = sum(1 for _ in iter_runs(config.out))
     digest = plan_digest(manifest["design"], manifest["analysis"])
@@ -191,6 +193,8 @@ def _check_plan(manifest: dict[str, Any], config: StudyConfig) -> None:
     # a plan that declared the learning rules is resumed by a study file that leaves them out (their defaults)
     if "learning" in current and "learning" not in new:
         new["learning"] = LearningRules().to_dict()
+    if "claims" in current and "claims" not in new:
+        new["claims"] = DEFAULT_CLAIMS
     # --env picks some of a study's envs: the margins and failure returns of the others stay as declared
     for key in ("margins", "failure_returns"):
         kept = {env: value for env, value in (current.get(key) or {}).items() if env not in config.envs}
