@@ -18,6 +18,7 @@ from sb3_ablation import AblatableTD3
 from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RunTask
 from sb3_ablation.study.run.execute import execute_run
+from sb3_ablation.study.run.recording import source_digest
 from sb3_ablation.study.store.checkpoints import RunCheckpoints
 from sb3_ablation.study.store.runs import finite_or_none, model_path, read_run, run_path
 
@@ -191,9 +192,12 @@ def test_record_has_diagnostics_per_evaluation_window_and_the_run_warnings(tmp_p
     assert "action_noise" not in capsys.readouterr().err
     saved = read_run(task.record)
     assert saved["format"] == 3 and saved["warnings"] == record["warnings"] and saved["model"] == "seed_3.zip"
-    # the entries, in order, of a committed record of format 3 from the same engine
+    # the entries, in order, of a committed record of format 3 from the same engine, and the digest of the source that
+    # made it, which records made before it existed lack
     committed = read_run(ROOT / "docs/studies/pendulum/runs/Pendulum-v1/td3/seed_5.json.gz")
-    assert committed["format"] == 3 and list(saved) == list(committed)
+    assert committed["format"] == 3 and [key for key in saved if key != "source_digest"] == list(committed)
+    assert list(saved).index("source_digest") == list(saved).index("versions") + 1
+    assert saved["source_digest"] == source_digest() and len(saved["source_digest"]) == 64
 
 
 def test_a_study_folder_of_another_record_format_is_not_extended(tmp_path):

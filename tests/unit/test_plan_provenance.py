@@ -201,3 +201,21 @@ def test_an_amendment_recorded_without_a_digest_gets_one_when_the_study_is_resum
     assert original["analysis"]["alpha"] == 0.05 and None not in (original["digest"], amended["digest"])
     assert plan_in_force_digest(resumed) == amended["digest"] != original["digest"]
     assert study_provenance(tmp_path, others=[]).verified
+
+
+def test_the_source_digest_changes_with_any_source_file_and_not_with_caches(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    import sb3_ablation
+    from sb3_ablation.study.run.recording import source_digest, tree_digest
+
+    copy = tmp_path / "sb3_ablation"
+    shutil.copytree(Path(sb3_ablation.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert tree_digest(copy) == source_digest()
+    (copy / "__pycache__").mkdir(exist_ok=True)
+    (copy / "__pycache__" / "switches.cpython-311.pyc").write_bytes(b"cache")
+    assert tree_digest(copy) == source_digest()
+    switches = copy / "switches.py"
+    switches.write_text(switches.read_text() + "\n")
+    assert tree_digest(copy) != source_digest()

@@ -34,12 +34,19 @@ def library_versions() -> dict[str, str]:
 @functools.cache
 def source_digest() -> str:
     """
-    The SHA-256 of the package's source that runs: every file under the installed ``sb3_ablation`` folder (caches
-    left out), each as its path relative to that folder, a NUL, its bytes' SHA-256 and a newline, in path order. A
+    The SHA-256 of the package's source that runs (:func:`tree_digest` of the installed ``sb3_ablation`` folder). A
     record carries it, so that anyone can check which code made it: ``git worktree add /tmp/c COMMIT`` and run
     ``python -c "from sb3_ablation.study.run.recording import source_digest; print(source_digest())"`` there.
     """
-    root = Path(sb3_ablation.__file__).parent
+    return tree_digest(Path(sb3_ablation.__file__).parent)
+
+
+def tree_digest(root: Path) -> str:
+    """
+    :param root: a folder
+    :return: the SHA-256 of every file under it (caches left out), each as its path relative to ``root``, a NUL, its
+        bytes' SHA-256 and a newline, in path order
+    """
     files = sorted(
         path
         for path in root.rglob("*")
