@@ -60,7 +60,14 @@ def test_the_answer_key_follows_the_reports(tmp_path, monkeypatch):
     assert answer_key.page() == committed
     report = json.loads((studies / "pendulum" / "report.json").read_text())
     entry = report["envs"]["Pendulum-v1"]["outcomes"][report["plan"]["primary"]]["variants"]["no_clipped_double_q"]
-    entry.update(verdict="differs", qualified_verdict="differs", effect=-1234.5, ci=[-2000.0, -1000.0])
+    entry.update(
+        verdict="differs",
+        qualified_verdict="differs",
+        test_verdict="differs",
+        label=None,
+        effect=-1234.5,
+        ci=[-2000.0, -1000.0],
+    )
     (studies / "pendulum" / "report.json").write_text(json.dumps(report))
     page = answer_key.page()
     section = page.split("### clipped_double_q")[1].split("###")[0]

@@ -168,7 +168,7 @@ def test_aggregate_of_a_study_in_progress_covers_the_envs_every_variant_has_runs
 
 
 def test_shipped_study_files_resolve():
-    for name, runs in (("pendulum", 35), ("td3_paper_mujoco", 4 * 13 * 10)):
+    for name, runs in (("pendulum", 70), ("td3_paper_mujoco", 4 * 13 * 10)):
         config = StudyConfig(**load_config_file(name))  # shipped with the package, found by name
         variants = config.variant_objects
         tasks = make_tasks(config, variants, resolve_hyperparams(config, variants))

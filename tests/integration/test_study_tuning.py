@@ -129,12 +129,16 @@ def _recomputed(out, plan: AnalysisPlan) -> dict:
         for variant in VARIANTS
     }
     differences = {"no_target_networks": np.array([values["no_target_networks"][s] - values["td3"][s] for s in range(5)])}
-    family = compare_family(differences, plan.alpha, MARGIN, plan.power, MIN_RUNS, plan.test, 0, plan.equivalence_test)
+    family = compare_family(
+        differences, plan.alpha, MARGIN, plan.power, MIN_RUNS, plan.test, 0, plan.equivalence_test, claims=plan.claim_rule
+    )
     return family["no_target_networks"]
 
 
 def test_the_report_sections_numbers_are_the_two_comparisons_recomputed_from_the_records(tuned_study):
-    plan = AnalysisPlan.from_dict({"margins": {ENV: MARGIN}})
+    # the plan the study declared (a new plan: the partitioned claims rule)
+    plan = AnalysisPlan.from_dict(json.loads((tuned_study / "study.json").read_text())["analysis"])
+    assert plan.margins == {ENV: MARGIN} and plan.claims == "partitioned"
     report = json.loads((tuned_study / "report.json").read_text())
     section = report["sections"]["Removed with TD3's hyperparameters, and with its own"]
     (row,) = section["envs"][ENV]["comparisons"]

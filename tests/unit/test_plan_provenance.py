@@ -29,14 +29,14 @@ def config(out, **changes) -> StudyConfig:
     return StudyConfig(**{**settings, **changes})
 
 
-def write_record(out, variant="td3", seed=0, digest=None, finished_at="2030-01-01T00:00:00+0000", wall=1.0):
-    """A finished run's record as the engines write it, its digest from the task."""
+def write_record(out, variant="td3", seed=0, digest=None, finished_at="2030-01-01T00:00:00+0000", wall=1.0, **entries):
+    """A finished run's record as the engines write it, its digest from the task (``entries``: more record entries)."""
     task = RunTask(
         env="Pendulum-v1", variant=variant, seed=seed, algo="ablatable_td3", switches={}, hyperparams={"gamma": 0.98},
         eval_freq=150, eval_episodes=1, plan_digest=digest,
     )  # fmt: skip
     evaluations = {"timesteps": [0, 300], "mean_return": [-1200.0, -900.0 + seed]}
-    record = RunRecord.of(task, host="here", status="ok", evaluations=evaluations, wall_time_s=wall)
+    record = RunRecord.of(task, host="here", status="ok", evaluations=evaluations, wall_time_s=wall, **entries)
     record.finished_at = finished_at
     path = run_path(out, "Pendulum-v1", variant, seed)
     write_run(path, record.to_json())
@@ -219,3 +219,21 @@ def test_the_source_digest_changes_with_any_source_file_and_not_with_caches(tmp_
     switches = copy / "switches.py"
     switches.write_text(switches.read_text() + "\n")
     assert tree_digest(copy) != source_digest()
+
+
+def test_resumed_runs_and_source_digests_are_counted_in_the_provenance_and_its_banners(tmp_path):
+    from types import SimpleNamespace
+
+    from sb3_ablation.study.render.plan import _provenance_banners
+
+    digest = open_manifest(config(tmp_path), RESOLVED, {})["analysis_declared"]["digest"]
+    write_record(tmp_path, seed=0, digest=digest, resumed_from=150, source_digest="a" * 64)
+    write_record(tmp_path, seed=1, digest=digest, resumed_from=150, source_digest="a" * 64)
+    write_record(tmp_path, variant="no_target_networks", seed=0, digest=digest)
+    provenance = study_provenance(tmp_path, others=[])
+    assert provenance.resumed == {150: [("Pendulum-v1", "td3", 0), ("Pendulum-v1", "td3", 1)]}
+    assert provenance.source_digests == {"a" * 64: 2, None: 1}
+    banners = _provenance_banners(SimpleNamespace(provenance=provenance, declared_at=None))
+    resumed = [banner for banner in banners if "resumed from a checkpoint" in banner]
+    assert len(resumed) == 1 and resumed[0].startswith("**2 runs resumed from a checkpoint**")
+    assert "at step 150: " in resumed[0]

@@ -74,6 +74,9 @@ class RecordProvenance:
     :param result_digest: SHA-256 of its results (:data:`RESULT_KEYS` in canonical JSON)
     :param engine: the engine that trained it (``None``: the process engine, or a record without the key)
     :param finished_at: when it finished, as the record says (``None``: not recorded)
+    :param resumed_from: the step of the checkpoint the run resumed from (``None``: it ran without a break)
+    :param source_digest: the digest of the package source that made it (``None``: a record made before records
+        carried it)
     """
 
     run: RunKey
@@ -86,6 +89,8 @@ class RecordProvenance:
     result_digest: str
     engine: str | None = None
     finished_at: str | None = None
+    resumed_from: int | None = None
+    source_digest: str | None = None
 
     @property
     def group_dependent(self) -> bool:
@@ -165,6 +170,23 @@ class Provenance:
     def group_dependent(self) -> list[RunKey]:
         """The runs whose batched group set their random streams (:attr:`RecordProvenance.group_dependent`)."""
         return [record.run for record in self.records if record.group_dependent]
+
+    @property
+    def resumed(self) -> dict[int, list[RunKey]]:
+        """The runs that resumed from a checkpoint, by the checkpoint's step."""
+        steps: dict[int, list[RunKey]] = {}
+        for record in self.records:
+            if record.resumed_from:
+                steps.setdefault(record.resumed_from, []).append(record.run)
+        return dict(sorted(steps.items()))
+
+    @property
+    def source_digests(self) -> dict[str | None, int]:
+        """How many records each source digest made (``None``: records without one)."""
+        counts: dict[str | None, int] = {}
+        for record in self.records:
+            counts[record.source_digest] = counts.get(record.source_digest, 0) + 1
+        return counts
 
 
 def record_digest(path: str | os.PathLike[str]) -> str:
@@ -255,6 +277,8 @@ def study_provenance(
                 result_digest(record),
                 record.get("engine"),
                 None if record.get("finished_at") is None else str(record["finished_at"]),
+                None if record.get("resumed_from") is None else int(record["resumed_from"]),
+                None if record.get("source_digest") is None else str(record["source_digest"]),
             )
         )
     return Provenance(target, _verified(manifest, versions), digests, tuple(records), _reused(out, manifest, records, others))

@@ -131,6 +131,13 @@ def _provenance_banners(model: ReportModel) -> list[str]:
             "group, so a run trained alone or in another group is not the same run; only its whole group, rerun as it "
             "was, can reproduce it."
         )
+    if resumed := provenance.resumed:
+        count = sum(len(runs) for runs in resumed.values())
+        where = "; ".join(f"at step {step:,}: {runs_text(runs)}" for step, runs in resumed.items())
+        texts.append(
+            f"**{plural(count, 'run')} resumed from a checkpoint** (after a stop; the package's resume tests show a "
+            f"resumed run's record equal to an unbroken run's): {where}."
+        )
     return texts
 
 
@@ -193,6 +200,8 @@ def plan_provenance_json(model: ReportModel) -> dict[str, Any]:
         "other_plan": keys(provenance.runs(OTHER_PLAN)),
         "earlier_version": keys(provenance.runs(EARLIER_VERSION)),
         "before_plan": keys(provenance.before_plan),
+        "resumed": [[*run, step] for step, runs in provenance.resumed.items() for run in runs],
+        "source_digests": {digest or "none": count for digest, count in provenance.source_digests.items()},
         "reused": [
             {
                 "run": list(run.run),
