@@ -6,8 +6,11 @@ Run it with the frozen worktree's Python that runs the long study (its package i
     cd /work/long-studies/hopper_paper_1m && OMP_NUM_THREADS=1 .venv/bin/python \\
         /work/main/benchmarks/budget_independence.py run --config hopper_paper_1m --budget 300000 --seed 20 \\
         --variants td3 no_delayed_policy_update --out runs/hopper_paper_1m_at_300k
-    python benchmarks/budget_independence.py compare runs/hopper_paper_1m_at_300k docs/studies/hopper-paper-1m \\
-        --json benchmarks/results/budget_independence_hopper_1m.json
+    python benchmarks/budget_independence.py compare benchmarks/results/budget_independence_hopper_300k \\
+        docs/studies/hopper-paper-1m --json benchmarks/results/budget_independence_hopper_1m.json
+
+The short runs' records (seed 20, td3 and no_delayed_policy_update, 300k steps, made from the plan's commit 1657d09)
+are committed in benchmarks/results/budget_independence_hopper_300k/.
 """
 
 from __future__ import annotations
