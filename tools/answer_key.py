@@ -21,6 +21,8 @@ from typing import Any
 import yaml
 from report_fields import DECISIVE, dig, emphasised, shown_verdict, test_verdict
 
+from sb3_ablation.switches import SWITCHES
+
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"
 PAGE = ROOT / "docs" / "answer-key.md"
@@ -37,14 +39,6 @@ TASKS = (
     ("multitask", "Hopper-v5", "Hopper-v5"),
     ("multitask", "HalfCheetah-v5", "HalfCheetah-v5"),
     ("multitask", "LunarLanderContinuous-v3", "LunarLander"),
-)
-SWITCHES = (
-    "deterministic_policy",
-    "replay_buffer",
-    "target_networks",
-    "target_policy_smoothing",
-    "delayed_policy_update",
-    "clipped_double_q",
 )
 # What each component does and what removing it exposes: the mechanism a good answer names (no result in it)
 MECHANISM = {

@@ -39,6 +39,7 @@ from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.plan.designs import roman
 from sb3_ablation.study.plan.learning_rules import LearningRules, paper_reference, random_return
 from sb3_ablation.study.render.labels import qualified_verdict
+from sb3_ablation.switches import SWITCHES
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "docs" / "studies"
@@ -48,14 +49,6 @@ PRIMARY = "final_window"
 SECONDARY = {"last": "last evaluation", "auc": "area under the curve", "overestimation": "overestimation"}
 RETURN_OUTCOMES = ("final_window", "last", "auc")  # outcomes on the return scale, whose direction the primary shares
 DECISIVE = ("differs", "equivalent")
-SWITCHES = (
-    "deterministic_policy",
-    "replay_buffer",
-    "target_networks",
-    "target_policy_smoothing",
-    "delayed_policy_update",
-    "clipped_double_q",
-)
 
 
 @dataclass(frozen=True)
