@@ -40,7 +40,7 @@ from sb3_ablation.study.analyse.inference import compare_family
 from sb3_ablation.study.analyse.statistics import MIN_RUNS, outcome_statistics
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.render.format import fmt_ci, fmt_p
-from sb3_ablation.study.render.json import comparison_json
+from sb3_ablation.study.render.json_parts import comparison_json
 from sb3_ablation.throughput.cli import parse_model_list, parse_net_archs
 from sb3_ablation.throughput.models import MODEL_NAMES, build_model
 from sb3_ablation.throughput.tables import format_table

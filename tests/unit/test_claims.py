@@ -19,7 +19,7 @@ from sb3_ablation.study.analyse.sequential import sequential_family
 from sb3_ablation.study.plan.analysis_plan import DEFAULT_CLAIMS, AnalysisPlan, PlanError
 from sb3_ablation.study.plan.config import StudyConfig
 from sb3_ablation.study.plan.digest import plan_digest
-from sb3_ablation.study.render.json import env_json
+from sb3_ablation.study.render.json_parts import env_json
 from sb3_ablation.study.render.summaries import findings_markdown
 from sb3_ablation.study.store.manifest import open_manifest
 from tests.unit.synthetic_studies import curve_study

@@ -6,7 +6,7 @@ A report flows one way::
 
 :func:`~sb3_ablation.study.analyse.analysis.analyse_study` computes the whole :class:`ReportModel` once;
 :mod:`~sb3_ablation.study.render` only reads it (``render/`` imports types and constants from ``analyse/``, never a
-function that computes), and :func:`~sb3_ablation.study.render.json.write_report_json` writes report.json from it, which
+function that computes), and :func:`~sb3_ablation.study.render.report_json.write_report_json` writes report.json from it, which
 the README answer and the docs' results pages read.
 
 This module holds only dataclasses (the types of the computing modules are imported for annotations only), so a
@@ -20,7 +20,7 @@ To add an analysis to the report:
    (``None``, an empty list or dict), so every other constructor call keeps working;
 3. compute it in :func:`~sb3_ablation.study.analyse.analysis.analyse_study` (or ``build_model`` for what the tuned arm
    needs too);
-4. render it in ``study/render/`` (a section in :mod:`~sb3_ablation.study.render.sections`, its part of report.json
+4. render it in ``study/render/`` (a section in :mod:`~sb3_ablation.study.render.extra_sections`, its part of report.json
    next to it), reading only the model.
 """
 

@@ -14,7 +14,7 @@
 
 Only a plain ``differs`` or ``equivalent`` is printed in bold (:func:`~sb3_ablation.study.render.tables.verdict_cell`).
 In report.json ``verdict`` is the verdict as shown, ``test_verdict`` the test's own result and ``label`` what changed it
-(:func:`~sb3_ablation.study.render.json.verdict_json`)."""
+(:func:`~sb3_ablation.study.render.json_parts.verdict_json`)."""
 
 from __future__ import annotations
 

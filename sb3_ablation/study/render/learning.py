@@ -1,7 +1,7 @@
 """Where TD3 learns, as the report shows it: per task the failure rules and how they were set, TD3's progress at the
 study's budget, the ceiling flag, and each variant against the baseline in two parts (how often its runs failed, and
 the return among the runs that learned), from :class:`~sb3_ablation.study.analyse.learning.EnvLearning` alone
-(:func:`learning_lines` for ``report.md``, :func:`learning_json` for ``report.json``).
+(:func:`task_learning_lines` for ``report.md``, :func:`task_learning_json` for ``report.json``).
 
 How every verdict is labelled: :mod:`~sb3_ablation.study.render.labels`.
 """
@@ -18,7 +18,7 @@ from sb3_ablation.study.analyse.paired_tests import ESTIMATE_NAMES
 from sb3_ablation.study.analyse.two_part import FAILURES_IN_AN_ARM
 from sb3_ablation.study.plan.learning_rules import paper_reference, random_return
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
-from sb3_ablation.study.render.json import number
+from sb3_ablation.study.render.json_parts import number
 from sb3_ablation.study.render.labels import DESCRIPTIVE
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def ceiling_json(found: Ceiling | None) -> dict[str, Any] | None:
     }
 
 
-def learning_json(learning: EnvLearning, baseline: str | None, alpha: float, test: str) -> dict[str, Any]:
+def task_learning_json(learning: EnvLearning, baseline: str | None, alpha: float, test: str) -> dict[str, Any]:
     """
     A task's ``learning`` entry of ``report.json``.
 
@@ -196,7 +196,7 @@ def _ceiling_sentence(found: Ceiling | None, fraction: float) -> str:
     )
 
 
-def learning_lines(learning: EnvLearning, baseline: str | None, alpha: float, test: str) -> list[str]:
+def task_learning_lines(learning: EnvLearning, baseline: str | None, alpha: float, test: str) -> list[str]:
     """
     A task's "Where TD3 learns" block of ``report.md``: the rules, TD3's budget progress, the ceiling and the table of
     each variant in two parts.

@@ -14,7 +14,7 @@ group-sequential looks of :mod:`~sb3_ablation.study.analyse.sequential` where th
 stratified-bootstrap CIs (rliable) are effect sizes, not corrected for multiple comparisons. With fewer than
 :data:`~sb3_ablation.study.analyse.statistics.MIN_RUNS` seed pairs there is no test: the tables show per-seed values and
 differences and say why. Failures, margins in three units, the task-level meta-analysis across envs and the extra
-sections (factorial, engines, tuning: :mod:`~sb3_ablation.study.render.sections`) come from the report model; the
+sections (factorial, engines, tuning: :mod:`~sb3_ablation.study.render.extra_sections`) come from the report model; the
 runs' status, software, warnings and failures from :mod:`~sb3_ablation.study.render.status`.
 """
 
@@ -34,6 +34,7 @@ from sb3_ablation.study.analyse.statistics import DEFAULT_REPS, DEFAULT_SEED, MI
 from sb3_ablation.study.render.across import across_section
 from sb3_ablation.study.render.committed import answer_for
 from sb3_ablation.study.render.exports import EVALUATIONS_CSV, write_evaluations_csv
+from sb3_ablation.study.render.extra_sections import extra_sections
 from sb3_ablation.study.render.figures import (
     Panel,
     curve_band,
@@ -45,10 +46,9 @@ from sb3_ablation.study.render.figures import (
     profile_band,
 )
 from sb3_ablation.study.render.labels import CANNOT_TELL_CEILING, CANNOT_TELL_FLOOR, aggregate_labels, labels_of
-from sb3_ablation.study.render.learning import learning_lines
+from sb3_ablation.study.render.learning import task_learning_lines
 from sb3_ablation.study.render.plan import plan_banner, plan_section
 from sb3_ablation.study.render.report_json import write_report_json
-from sb3_ablation.study.render.sections import extra_sections
 from sb3_ablation.study.render.sequential import looks_lines
 from sb3_ablation.study.render.status import (
     MADE_WITH,
@@ -148,7 +148,7 @@ def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict
         lines += [f"**Too few seeds here for a verdict.** {answer.sentence()}", ""]
     learning = learning_of(model, env)
     if learning is not None:
-        lines += learning_lines(learning, baseline, plan.alpha, plan.test)
+        lines += task_learning_lines(learning, baseline, plan.alpha, plan.test)
         lines += ["### Tables and figures", ""]
     for result in e.outcomes:
         tag = "primary" if result.primary else "secondary, descriptive: estimates, no verdict"
