@@ -494,6 +494,42 @@ class PlanVersionVerdicts:
     verdicts: dict[str, dict[str, dict[str, tuple[str, float]]]]
 
 
+#: where the results pages are in the repository
+RESULTS_PAGES = "docs/results"
+
+
+@dataclass(frozen=True)
+class CommittedAnswer:
+    """
+    The committed study a task with too few seeds for a verdict points to
+    (:func:`~sb3_ablation.study.analyse.committed.committed_answer` chooses it).
+
+    :param study: the committed study's name (its folder)
+    :param env: the task
+    :param seeds: its seeds on the task
+    :param training_steps: its training steps on the task
+    :param decided: its comparisons on the task with a ``differs`` or ``equivalent``
+    :param compared: of those it compares, how many
+    """
+
+    study: str
+    env: str
+    seeds: int
+    training_steps: int | None
+    decided: int
+    compared: int
+
+    @property
+    def page(self) -> str:
+        """The study's results page in the repository."""
+        return f"{RESULTS_PAGES}/{self.study}.md"
+
+    @property
+    def report_json(self) -> str:
+        """Its ``report.json`` as the package ships it."""
+        return f"sb3_ablation/committed_studies/{self.study}/report.json"
+
+
 @dataclass
 class ReportModel:
     """
@@ -524,6 +560,8 @@ class ReportModel:
         (:class:`PlanVersionVerdicts`; empty otherwise)
     :param along_training: per env, each comparison's return difference at every evaluation step with pointwise and
         simultaneous bands (:mod:`~sb3_ablation.study.analyse.along_training`; descriptive)
+    :param committed_answers: per env with too few seeds for a verdict, the committed study that answers it
+        (:mod:`~sb3_ablation.study.analyse.committed`; an env no committed study answers is left out)
     """
 
     plan: AnalysisPlan
@@ -547,11 +585,13 @@ class ReportModel:
     provenance: Provenance | None = None
     plan_versions: list[PlanVersionVerdicts] = field(default_factory=list)
     along_training: list[EnvAlongTraining] = field(default_factory=list)
+    committed_answers: dict[str, CommittedAnswer] = field(default_factory=dict)
 
 
 __all__ = [
     "AcrossTasks",
     "Aggregate",
+    "CommittedAnswer",
     "ComponentAcrossTasks",
     "CurveEstimate",
     "EngineCheck",

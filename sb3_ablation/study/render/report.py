@@ -32,7 +32,7 @@ from sb3_ablation.study.analyse.figure_data import MAX_CURVES
 from sb3_ablation.study.analyse.results import DIAGNOSTICS
 from sb3_ablation.study.analyse.statistics import DEFAULT_REPS, DEFAULT_SEED, MIN_RUNS
 from sb3_ablation.study.render.across import across_section
-from sb3_ablation.study.render.committed import answer_for
+from sb3_ablation.study.render.committed import answer_sentence
 from sb3_ablation.study.render.exports import EVALUATIONS_CSV, write_evaluations_csv
 from sb3_ablation.study.render.extra_sections import extra_sections
 from sb3_ablation.study.render.figures import (
@@ -143,9 +143,9 @@ def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict
         return [*lines, "No finished runs.", ""]
     if min(s.n_runs for s in primary.stats.values()) < MIN_RUNS:
         lines += [too_few_runs_note(primary, baseline), ""]
-    answer = answer_for(model, e)
+    answer = model.committed_answers.get(e.env)
     if answer is not None:
-        lines += [f"**Too few seeds here for a verdict.** {answer.sentence()}", ""]
+        lines += [f"**Too few seeds here for a verdict.** {answer_sentence(answer)}", ""]
     learning = learning_of(model, env)
     if learning is not None:
         lines += task_learning_lines(learning, baseline, plan.alpha, plan.test)

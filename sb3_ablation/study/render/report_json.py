@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.render.along_training import along_training_json
-from sb3_ablation.study.render.committed import answer_for
+from sb3_ablation.study.render.committed import answer_sentence
 from sb3_ablation.study.render.extra_sections import extra_sections
 from sb3_ablation.study.render.json_parts import comparison_json, env_json, number
 from sb3_ablation.study.render.labels import aggregate_labels, labels_of, qualified_verdict
@@ -27,7 +27,7 @@ def _env(model: ReportModel, e: EnvResult) -> dict[str, Any]:
     """An env of the report with its labels, where TD3 learns (``learning``) and the committed answer it points to
     (``committed_answer``, null where it has seeds enough for a verdict, or none answers it)."""
     learning = learning_of(model, e.env)
-    answer = answer_for(model, e)
+    answer = model.committed_answers.get(e.env)
     extra = {
         "along_training": along_training_json(model, e.env),
         "learning": None
@@ -41,7 +41,7 @@ def _env(model: ReportModel, e: EnvResult) -> dict[str, Any]:
             "report_json": answer.report_json,
             "seeds": answer.seeds,
             "training_steps": answer.training_steps,
-            "sentence": answer.sentence(),
+            "sentence": answer_sentence(answer),
         },
     }
     return env_json(e, model.baseline, labels_of(learning), extra)

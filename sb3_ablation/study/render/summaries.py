@@ -10,7 +10,7 @@ from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
-from sb3_ablation.study.render.committed import answer_for
+from sb3_ablation.study.render.committed import answer_sentence
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.labels import (
     CANNOT_TELL_CEILING,
@@ -196,9 +196,9 @@ def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) ->
         labels = labels_of(learning, primary.outcome.is_return)
         lines += [f"  - {line}" for line in verdict_lines(primary.comparisons, labels=labels)]
         lines += [f"  - At an earlier budget of the same runs: {earlier_line(result)}." for result in primary.earlier]
-    answer = None if replication else answer_for(model, e)
+    answer = None if replication else model.committed_answers.get(e.env)
     if answer is not None:
-        lines.append(f"  - Too few seeds here for a verdict. {answer.sentence()}")
+        lines.append(f"  - Too few seeds here for a verdict. {answer_sentence(answer)}")
     if learning is not None:  # by the rules of 'Where TD3 learns', the ones the labels use
         counts = {v: (sum(f.failed for f in runs.values()), len(runs)) for v, runs in learning.fates.items()}
         failed = [f"{v} {k}/{n}" for v, (k, n) in counts.items() if k]
