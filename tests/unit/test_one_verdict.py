@@ -3,12 +3,11 @@ everywhere, however its family-of-one interval reads; runs that never learn leav
 regimes read in plain words; a factorial effect averaged over floor cells says so, a ``differs`` included."""
 
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 from synthetic_studies import factorial_study, write_pendulum_study
 
+from docs.generate import docs_results
 from sb3_ablation.common.io import read_json
 from sb3_ablation.study import write_report
 from sb3_ablation.study.analyse.budget import AT_CEILING
@@ -20,9 +19,6 @@ from sb3_ablation.study.analyse.run_fates import study_fates
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.learning_rules import LearningRules
 from sb3_ablation.study.render.labels import CANNOT_TELL_CEILING, CANNOT_TELL_FLOOR, DESCRIPTIVE, qualified_verdict
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-import docs_results
 
 REPS = 200
 #: no_delayed_policy_update - td3 per seed: Wilcoxon p 0.0098 with an interval that excludes 0, so a family of one

@@ -1,7 +1,7 @@
 """Where a report with too few seeds for a verdict finds the committed answer for the same task.
 
 The repository's committed studies (``docs/studies/<name>/``) each have a results page, ``docs/results/<name>.md``
-(written by ``tools/docs_results.py`` from their ``report.json``). Their ``report.json`` files ship inside the package
+(written by ``docs/generate/docs_results.py`` from their ``report.json``). Their ``report.json`` files ship inside the package
 as ``sb3_ablation/committed_studies/<name>/report.json`` (an installed wheel); a clone installed with ``pip install -e``
 reads them from ``docs/studies``. :func:`committed_answer` picks, for one task, the committed study that answers it best:
 

@@ -1,5 +1,5 @@
 """``report.json``: the report model as plain JSON, every number the markdown shows and more, written by one function,
-:func:`write_report_json`, from the model alone. The README's answer and the docs' results pages (``tools/``) read
+:func:`write_report_json`, from the model alone. The README's answer and the docs' results pages (``docs/generate/``) read
 this file, never the study's records. A new field of the report model gets its key here (or in its section's
 renderer, :mod:`~sb3_ablation.study.render.extra_sections`)."""
 
