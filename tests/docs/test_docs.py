@@ -221,3 +221,12 @@ def test_every_committed_study_folder_keeps_its_run_records_in_git():
             expected = {record for record in expected if (ROOT / record).exists()}
         missing = sorted(expected - tracked)
         assert not missing, f"{folder}: {len(missing)} run records not in git, e.g. {missing[0]}"
+
+
+def test_the_generators_are_one_package_that_imports_itself_normally():
+    """docs/generate/ is a package (``python -m docs.generate``): its modules import each other by name, no module
+    edits ``sys.path`` to find another."""
+    generators = sorted((ROOT / "docs" / "generate").glob("*.py"))
+    assert {path.name for path in generators} >= {"__init__.py", "__main__.py", "readme_answer.py", "answer_key.py"}
+    for path in generators:
+        assert "sys.path" not in path.read_text(), f"{path.name} edits sys.path"
