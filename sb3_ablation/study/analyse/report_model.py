@@ -115,6 +115,24 @@ class EarlierResult:
     comparison: Comparison
 
 
+@dataclass(frozen=True)
+class EarlierBudgetEstimates:
+    """
+    Every arm at an earlier budget of the same runs (a budget of the plan's ``earlier_budgets``), described: each
+    arm's mean of the primary outcome computed from its evaluations up to that budget, and each variant's paired
+    estimate against the baseline with its two-sided 95% interval (the plan's test, not adjusted: an estimate, not a
+    verdict; the declared hypotheses at this budget have theirs in :attr:`OutcomeResult.earlier`).
+
+    :param budget: the earlier budget, in steps
+    :param means: arm -> the mean over its seeds
+    :param estimates: variant -> ``(n pairs, estimate, low, high)``
+    """
+
+    budget: int
+    means: dict[str, float]
+    estimates: dict[str, tuple[int, float, float, float]]
+
+
 @dataclass
 class OutcomeResult:
     """One outcome on one env: the family of variant-vs-baseline comparisons."""
@@ -133,6 +151,8 @@ class OutcomeResult:
     per_cell: Attainable | None = None
     # the plan's hypotheses at earlier budgets of the same runs, in this (the primary outcome's) family
     earlier: tuple[EarlierResult, ...] = ()
+    # every arm at those budgets, described (estimates with 95% intervals, no verdicts)
+    earlier_estimates: tuple[EarlierBudgetEstimates, ...] = ()
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -151,6 +151,25 @@ def env_json(
                     if o.earlier
                     else {}
                 ),
+                # every arm at those budgets, described: estimates with 95% intervals, not adjusted, no verdicts
+                **(
+                    {
+                        "earlier_budget_estimates": [
+                            {
+                                "budget": e.budget,
+                                "descriptive": True,
+                                "means": {v: number(m) for v, m in e.means.items()},
+                                "estimates": {
+                                    v: {"n": n, "estimate": number(x), "ci": [number(low), number(high)]}
+                                    for v, (n, x, low, high) in e.estimates.items()
+                                },
+                            }
+                            for e in o.earlier_estimates
+                        ]
+                    }
+                    if o.earlier_estimates
+                    else {}
+                ),
                 # only where the plan declares looks: reports of fixed designs keep their shape
                 **(
                     {
