@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from docs.generate import (
+    paper_budgets,  # the 1M study beside the paper and the 300k study, once it has a report
     plain_answer,  # the README's answer block: the same table and paragraphs open the Results page
     readme_answer,
 )
@@ -168,6 +169,8 @@ def paper_lines() -> list[str]:
                 answer = readme_answer.the_answer(found) if found else None
                 cells.append("—" if answer is None else readme_answer.estimate(answer.entry, answer.env_entry, False))
         lines.append(f"| {variant.removeprefix('no_')} | " + " | ".join(cells) + " |")
+    budgets = paper_budgets.section(readme_answer.STUDIES)
+    lines += [*([""] if budgets else []), *budgets]
     lines += ["", f"The paper's numbers are data: `{PAPER.relative_to(ROOT)}` (every row of its Table 2, with the source)."]
     return lines
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from docs.generate import readme_answer
+from docs.generate import paper_budgets, readme_answer
 from docs.generate.readme_answer import (
     CONDITIONS,
     PRIMARY,
@@ -422,6 +422,7 @@ def readme_block(link: Callable[[str], str] = lambda page: f"docs/results/{page}
         "",
         LEGEND,
         *task_paragraphs(conditions, by_condition, resumed_count=True),
+        *paper_budgets.readme_lines(readme_answer.STUDIES),
         "",
         f"Per component, a sentence with its interval; per condition, a figure; the tables behind them; each study's "
         f"report; the TD3 paper's Table 2 (1M steps, [400, 300] networks: a verdict unlike the paper's is a finding at "
