@@ -24,8 +24,11 @@ install: $(STAMP)
 
 # Includes the clean-install check (tests/integration/test_clean_install.py: the built wheel in a fresh venv, about two minutes
 # of one worker), the bad-input table and the notebook run; `pytest -m "not clean_install"` leaves the first out.
+# --no-loadscope-reorder: the files go to the two workers in collection order (tests/docs, tests/integration,
+# tests/unit) rather than most tests first, which left the long files of few tests (compiled engine, tuning, clean
+# install) to the end with one worker idle; the many short unit files now fill in at the end.
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile -q
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q
 
 # SB3's own tests of TD3 and DDPG (from SB3's source distribution) with AblatableTD3 and DDPG substituted
 sb3-tests: $(STAMP)

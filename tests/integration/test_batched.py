@@ -170,10 +170,11 @@ def test_from_agents_seeds_env_k_with_agent_ks_seed_as_a_single_run_does():
         assert np.array_equal(observations[index], single.get_env().reset()[0])
 
 
+# 200 steps, learning from step 50 (so that the evaluation at step 100 follows updates), batches of 32
 STUDY = [
-    "--env", "Pendulum-v1", "--variants", "leave-one-out", "--seeds", "2", "--n-timesteps", "300", "--eval-freq", "150",
+    "--env", "Pendulum-v1", "--variants", "leave-one-out", "--seeds", "2", "--n-timesteps", "200", "--eval-freq", "100",
     "--eval-episodes", "2", "--eval-max-episode-steps", "50", "--workers", "2", "--no-progress", "--keep-models",
-    "--hyperparams", "learning_starts:100", "policy_kwargs:dict(net_arch=[16, 16])",
+    "--hyperparams", "learning_starts:50", "batch_size:32", "policy_kwargs:dict(net_arch=[16, 16])",
 ]  # fmt: skip
 
 
@@ -192,13 +193,13 @@ def test_batched_study_runs_every_leave_one_out_variant_into_records_the_report_
             assert record["engine"] == "batched" and record["group_size"] == 2 and record["format"] == 3
             assert record["random_streams"] == "per_agent"
             assert record["switches"] == variant.switches and record["seed"] == seed
-            assert record["evaluations"]["timesteps"] == [0, 150, 300]
+            assert record["evaluations"]["timesteps"] == [0, 100, 200]
             assert len(record["evaluations"]["episode_returns"][-1]) == 2
-            assert record["diagnostics"]["timesteps"] == [0, 150, 300] and record["diagnostics"]["q1_mean"][0] is None
+            assert record["diagnostics"]["timesteps"] == [0, 100, 200] and record["diagnostics"]["q1_mean"][0] is None
             assert all(value is not None for value in record["diagnostics"]["td_error"][1:])
             assert ("actor_std" in record["diagnostics"]) == (not variant.switches["deterministic_policy"])
             model = AblatableTD3.load(model_path(run_path(out, "Pendulum-v1", variant.name, seed)))
-            assert model.switches == variant.switches and model.num_timesteps == 300
+            assert model.switches == variant.switches and model.num_timesteps == 200
     # the two seeds of a variant are different agents
     first, second = (read_run(run_path(out, "Pendulum-v1", "td3", seed)) for seed in (0, 1))
     assert first["evaluations"]["mean_return"] != second["evaluations"]["mean_return"]
@@ -219,7 +220,8 @@ def test_a_seed_is_trained_by_one_engine_and_a_mixed_study_checks_the_engines_ag
     from sb3_ablation.study.render.report import status_markdown
 
     out = tmp_path / "study"
-    two_variants = [*STUDY, "--variants", "td3", "no_replay_buffer", "--out", str(out)]
+    # one worker process: which engine trained a seed is the point here, not workers side by side
+    two_variants = [*STUDY, "--variants", "td3", "no_replay_buffer", "--workers", "1", "--out", str(out)]
     assert study_main([*two_variants, "--engine", "batched"]) == 0  # seeds 0 and 1
     manifest = (out / "study.json").read_text()
     # a new variant of seed 0 by the process engine would pair it with a batched td3 run: refused, nothing written

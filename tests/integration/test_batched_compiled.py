@@ -1,25 +1,18 @@
 """The batched-compiled engine (BatchedTD3 with its update step compiled by torch.compile): its records are a function
 of what they declare, as the eager engine's are. A run's record is the same alone, in a group of three, in a mixed
 group, after a SIGKILL and resume, and on a second run; the group pays the compilation once and states it; a part that
-does not compile stops the group with one line. Tiny networks and few steps: compiling is the cost (marked
+does not compile stops the group with one line (the kill and resume: test_batched_compiled_resume.py, a file of its own
+so that the two test workers share the compiling). Tiny networks and few steps: compiling is the cost (marked
 ``compiled``: ``pytest -m "not compiled"`` leaves them out)."""
-
-import json
-import os
-import signal
-import subprocess
-import time
 
 import pytest
 import torch as th
 
-from sb3_ablation import AblatableTD3
 from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.digest import plan_digest
-from sb3_ablation.study.run.batched import RunGroup, execute_group, group_checkpoints
-from sb3_ablation.study.store.runs import model_path, read_run, run_path
+from sb3_ablation.study.run.batched import RunGroup, execute_group
+from sb3_ablation.study.store.runs import read_run, run_path
 from tests.integration import test_batched_invariance as invariance
-from tests.integration import test_batched_resume as resume
 from tests.integration.test_batched_invariance import assert_same_run
 
 pytestmark = pytest.mark.compiled
@@ -91,45 +84,3 @@ def test_a_part_that_does_not_compile_stops_the_group_in_one_line(tmp_path, monk
     assert record["status"] == "failed" and record["engine"] == ENGINE
     assert record["error"].startswith("CompileError: torch.compile failed on the critic part of the batched-compiled")
     assert "a step that cannot be traced" in record["error"] and "\n" not in record["error"]
-
-
-def _resume_group(out) -> RunGroup:
-    """test_batched_resume's group of td3, recording into ``out``, on the compiled engine."""
-    group = resume._group(out, "td3")
-    for task in group.runs:
-        task.compile_update = True
-    return group
-
-
-def test_a_killed_compiled_group_resumes_to_exactly_the_uninterrupted_result(tmp_path):
-    # test_batched_resume's settings (checkpoints mid-episode, Ornstein-Uhlenbeck noise), on the compiled engine
-    th.set_num_threads(1)
-    reference, out = tmp_path / "whole", tmp_path / "killed"
-    group = _resume_group(reference)
-    assert [record["status"] for record in execute_group(group)] == ["ok", "ok"]
-
-    command = [ENGINE if part == "batched" else part for part in resume._study_command(out)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    driver = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    checkpoints = group_checkpoints(_resume_group(out).runs)
-    assert checkpoints is not None
-    deadline = time.time() + 300  # (compiling first: slow on a loaded machine)
-    while checkpoints.latest() is None and driver.poll() is None and time.time() < deadline:
-        time.sleep(0.02)
-    pointer = json.loads(checkpoints.pointer.read_text())
-    os.kill(pointer["pid"], signal.SIGKILL)  # the worker process, mid-group
-    _, stderr = driver.communicate(timeout=300)
-    assert driver.returncode == 1, stderr
-    rerun = subprocess.run(command, env=env, capture_output=True, text=True)
-    assert rerun.returncode == 0, rerun.stderr
-    for seed in (0, 1):
-        resumed, expected = (read_run(run_path(folder, "Pendulum-v1", "td3", seed)) for folder in (out, reference))
-        assert resumed["resumed_from"] == pointer["timesteps"] and resumed["engine"] == ENGINE
-        assert resumed["evaluations"]["timesteps"] == [0, 200, 400]
-        assert resumed["evaluations"] == expected["evaluations"]
-        assert resumed["diagnostics"] == expected["diagnostics"]
-        state_a, state_b = (
-            AblatableTD3.load(model_path(run_path(folder, "Pendulum-v1", "td3", seed))).policy.state_dict()
-            for folder in (out, reference)
-        )
-        assert all(th.equal(state_a[key], state_b[key]) for key in state_a)
