@@ -16,6 +16,7 @@ per-seed differences and boundaries, with the package's own functions).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import tempfile
@@ -46,7 +47,6 @@ from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.inference import minimum_detectable_effect
 from sb3_ablation.study.analyse.sequential import nominal_alpha
 from sb3_ablation.study.render.answer_figures import ForestRow, plot_forest
-from sb3_ablation.study.store.runs import iter_runs
 
 FIGURES = ROOT / "docs" / "results" / "figures"
 #: the README's answer block may not grow past this (bytes)
@@ -325,12 +325,12 @@ def _resumed_count(condition: Condition, found: list[Finding]) -> str:
 
 
 def resumed_in(folder: Path) -> dict[tuple[str, str, int], list[int]]:
-    """The runs of a study folder that resumed from a checkpoint (their records' ``resumed_from``):
-    (env, variant, step) -> seeds."""
+    """The runs of a study folder that resumed from a checkpoint, as its report.json's ``provenance.resumed`` lists
+    them (env, variant, seed, step: from the records' ``resumed_from``): (env, variant, step) -> seeds."""
+    report = json.loads((folder / "report.json").read_text())
     groups: dict[tuple[str, str, int], list[int]] = {}
-    for record in iter_runs(folder):
-        if record.get("resumed_from"):
-            groups.setdefault((record["env"], record["variant"], int(record["resumed_from"])), []).append(int(record["seed"]))
+    for env, variant, seed, step in dig(report, "provenance", "resumed") or []:
+        groups.setdefault((env, variant, int(step)), []).append(int(seed))
     return {key: sorted(seeds) for key, seeds in sorted(groups.items())}
 
 
