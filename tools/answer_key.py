@@ -219,7 +219,8 @@ def page() -> str:
         "notebook's study has the setting and the seeds of the committed `pendulum` study (rl-zoo's Pendulum-v1 entry, "
         "20,000 steps, `[64, 64]` networks, seeds 0-9) with fewer variants, so a student's verdict can differ from the "
         "one below where a p lies between the thresholds of the two families (three or four comparisons in the "
-        "notebook, six here), and on another type of CPU the runs can take other paths. An answer is good when it "
+        "notebook, six here), and its runs need not repeat the committed ones exactly (a run's path can change with the "
+        "CPU and with the package's version). An answer is good when it "
         "reads the student's own report the way these answers read the committed ones: the verdict with its interval, "
         "what the seeds can and cannot settle, and a mechanism with a curve as evidence.",
         "",
