@@ -46,9 +46,8 @@ bench: $(STAMP)
 
 # The documentation (Sphinx, MyST, sphinx-rtd-theme) into docs/_build/html, strict: a warning fails the build (-E:
 # every page is read again, so no warning hides in a cached page). First the generated pages: docs/results/, README's
-# answer, the answer key and the algorithm pages' results must be what the committed reports give (otherwise run
-# `python tools/docs_results.py`, `python tools/readme_answer.py`, `python tools/plain_answer.py` (the answer's
-# figures), `python tools/answer_key.py` and `python tools/algorithm_pages.py`).
+# answer and its figures, the answer key and the algorithm pages' results must be what the committed reports give
+# (otherwise run `python -m docs.generate`, which writes them all; docs/generate/ holds the generators).
 # Only what the docs need: the package (autodoc imports it; no Ray, MuJoCo or test tools) and the `docs` extra.
 DOCS_STAMP := $(VENV)/.docs-installed
 $(DOCS_STAMP): pyproject.toml constraints.txt
@@ -57,9 +56,5 @@ $(DOCS_STAMP): pyproject.toml constraints.txt
 	touch $(DOCS_STAMP)
 
 docs: $(DOCS_STAMP)
-	$(PY) tools/docs_results.py --check
-	$(PY) tools/readme_answer.py --check
-	$(PY) tools/plain_answer.py --check
-	$(PY) tools/answer_key.py --check
-	$(PY) tools/algorithm_pages.py --check
+	$(PY) -m docs.generate --check
 	OMP_NUM_THREADS=1 $(PY) -m sphinx -E -W --keep-going -q -b html docs docs/_build/html

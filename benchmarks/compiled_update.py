@@ -26,7 +26,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source checkout without installing
 
 from sb3_ablation.batched.policies import AgentLinear
-from sb3_ablation.throughput.measure import cpu_model_name
+from sb3_ablation.bench.measure import cpu_model_name
 
 LAYERS = ((4, 64), (64, 64), (64, 1))  # (observations + action, hidden), (hidden, hidden), (hidden, Q)
 

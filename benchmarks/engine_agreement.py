@@ -25,7 +25,7 @@ from sb3_ablation.study.analyse.results import StudyData, load_study
 from sb3_ablation.study.analyse.statistics import MIN_RUNS, outcome_statistics
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, env_margin
 from sb3_ablation.study.render.format import fmt_ci, fmt_p
-from sb3_ablation.study.render.json import comparison_json
+from sb3_ablation.study.render.json_parts import comparison_json
 
 METRICS = {"mean_return": "final return", "overestimation": "overestimation at the end"}
 

@@ -47,7 +47,7 @@ from stable_baselines3.common.noise import NormalActionNoise
 from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.batched.mixing import MIXABLE_SWITCHES
-from sb3_ablation.throughput.measure import cpu_model_name
+from sb3_ablation.bench.measure import cpu_model_name
 
 LEARNING_STARTS = 100
 SETTINGS = dict(learning_starts=LEARNING_STARTS, batch_size=256, policy_kwargs=dict(net_arch=[64, 64]))

@@ -39,6 +39,7 @@ from sb3_ablation.study.analyse.effects import per_seed_effects
 from sb3_ablation.study.analyse.family_verdicts import DIFFERS, EQUIVALENT, UNRESOLVED
 from sb3_ablation.study.analyse.inference import compare_family
 from sb3_ablation.study.analyse.learning_region import LearningRegion, conditional_effects, floor_label, learning_region
+from sb3_ablation.study.analyse.two_part import rare_failure_guard, rate
 from sb3_ablation.study.plan import analysis_plan
 from sb3_ablation.study.plan.designs import Design, effect_words, full_factorial, half_fraction
 from sb3_ablation.study.plan.learning_rules import LearningRules
@@ -556,6 +557,27 @@ def _check_conditional(
         raise AssertionError(f"conditional verdicts {expected} disagree with conditional_effects' {verdicts}")
 
 
+def _failures_ruled_out(
+    scenario: StudyScenario, failed: np.ndarray, baseline: np.ndarray, equivalent: np.ndarray
+) -> np.ndarray:
+    """
+    ``(reps, m)``: where an ``equivalent`` of a leave-one-out family stands under the ``partitioned`` rule's failure
+    guard (``two_part.rare_failure_guard`` as ``learning.env_learning`` applies it: the variant's failures of its n
+    seeds, the baseline's mean return, the failure threshold, the comparison's share of alpha).
+
+    :param failed: ``(reps, m, n)`` the variants' runs that failed
+    :param baseline: ``(reps, 1, n)`` the shared TD3 arm's returns
+    :param equivalent: ``(reps, m)`` the tests' equivalents (the guard is computed only there)
+    """
+    floor = HOPPER_FLOOR if scenario.returns == "hopper" else NORMAL_FLOOR
+    share = ALPHA / failed.shape[1]
+    stands = np.ones(equivalent.shape, dtype=bool)
+    for r, j in zip(*np.nonzero(equivalent), strict=True):
+        mean = float(baseline[r, 0].mean())
+        stands[r, j] = rare_failure_guard(rate(failed[r, j]), mean, floor, scenario.margin, share) is None
+    return stands
+
+
 def evaluate_study(scenario: StudyScenario, n: int, reps: int, seed: int, index: int) -> tuple[dict, dict[str, float]]:
     """
     Every (test, equivalence test) pair's error rates in one study-shaped scenario at n seeds.
@@ -578,8 +600,11 @@ def evaluate_study(scenario: StudyScenario, n: int, reps: int, seed: int, index:
         failures = _failed(scenario, variants).any(axis=2) | _failed(scenario, baseline).any(axis=2)
         null = np.ones(FAMILY, dtype=bool)
         null[FAMILY - scenario.at_margin :] = not scenario.at_margin
+        failed_variant = _failed(scenario, variants)
         for test, equivalence_test, claims in RULED_PAIRS:
             differs, equivalent = _family_verdicts(d, test, equivalence_test, scenario.margin, 5 * (index == 0), claims)
+            if claims == "partitioned":  # its report withholds an equivalence its seeds cannot guard against failures
+                equivalent = equivalent & _failures_ruled_out(scenario, failed_variant, baseline, equivalent)
             rates = _rates([(differs, equivalent, null)])
             # a false claim of either kind: differs of a null comparison, equivalent of one at the margin
             rates["any_both"] = float(np.mean(differs[:, null].any(axis=1) | equivalent[:, ~null].any(axis=1)))
@@ -721,6 +746,8 @@ def study_markdown(report: dict) -> list[str]:
     limit = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / reps)
     pairs = list(study["summary"])
     default = f"{analysis_plan.DEFAULT_TEST}/{analysis_plan.DEFAULT_EQUIVALENCE_TEST}"
+    # the defaults of new plans: the default pair under the default claims rule
+    ruled = pair_key(analysis_plan.DEFAULT_TEST, analysis_plan.DEFAULT_EQUIVALENCE_TEST, analysis_plan.DEFAULT_CLAIMS)
     h = hopper_returns()
     rates = h["rates"]
 
@@ -766,8 +793,8 @@ def study_markdown(report: dict) -> list[str]:
         "(`effects.per_seed_effects`, as `factorial.analyse_outcome`) tested with `paired_tests.paired_p_values` and "
         "`paired_tests.tost_p_value`, and each family decided by `family_verdicts.decide_family` (Shaffer when one test "
         "makes both claims, Holm over the 2m hypotheses otherwise), as `inference.compare_family` does (the first "
-        "families of the first scenario are also decided by `compare_family` itself, and must agree). The plan's "
-        f"defaults are **{default}**.",
+        "families of the first scenario are also decided by `compare_family` itself, and must agree). The defaults "
+        f"of new plans are **{ruled}**; the committed plans declare {default} under the rule differs-and-equivalent.",
         "",
         "- **Shared TD3 arm**: a leave-one-out family, six variants compared with one TD3 arm, so the six comparisons "
         "are correlated through the baseline. Normal returns in the SD units above (margin ±1), failures as above.",
@@ -843,7 +870,7 @@ def study_markdown(report: dict) -> list[str]:
         lost = [v for v, ok in (("differs", s["differs_ok"]), ("equivalent", s["equivalent_ok"])) if not ok]
         if not s.get("either_ok", True) and not lost:
             lost = ["differs and equivalent together"]
-        name = f"**{pair}**" if pair == default else pair
+        name = f"**{pair}**" if pair == ruled else pair
         withheld = s["max_false_equivalent_withheld_on_failures"]
         lines.append(
             f"| {name} | {_with_se(s['max_false_differs'], reps, not s['differs_ok'])} | {s['where_false_differs']} | "
@@ -862,11 +889,11 @@ def study_markdown(report: dict) -> list[str]:
             "pair cannot give at level alpha in these scenarios."
         ),
         (
-            f"The plan's defaults ({default}) "
-            + ("do." if default in keep else "do not; see the last column for the verdicts they cannot give.")
+            f"The defaults of new plans ({ruled}) "
+            + ("do." if ruled in keep else "do not; see the last column for the verdicts they cannot give.")
         ),
         "",
-        _defaults_sentence(study["summary"], default),
+        _defaults_sentence(study["summary"], ruled),
         "",
         *_unavailable_note(study, cases),
         *_partitioned_note(study, cases, default),
@@ -896,6 +923,15 @@ def _partitioned_note(study: dict, cases: Sequence[StudyScenario], default: str)
                     f"| {scenario.name} | {family} | {scenario.error} | {_with_se(old, reps, old > limit)} | "
                     f"{_with_se(new, reps, new > limit)} |"
                 )
+    hopper_cost = float(np.mean(hopper_returns()["learned"])) - HOPPER_FLOOR  # a Hopper failure costs at least this
+    cost = []  # the equivalence power the failure guard costs, where it changes it
+    for scenario in cases:
+        if scenario.design != "family" or scenario.error != "differs":
+            continue
+        for n in STUDY_NS:
+            old = study["results"][scenario.name][str(n)][default]["variants"]["equivalent"]
+            new = study["results"][scenario.name][str(n)][ruled]["variants"]["equivalent"]
+            cost.append(f"{scenario.name}: {_with_se(new, reps)} against {_with_se(old, reps)}")
     return [
         "",
         f"### The `{analysis_plan.DEFAULT_CLAIMS}` rule",
@@ -905,7 +941,15 @@ def _partitioned_note(study: dict, cases: Sequence[StudyScenario], default: str)
         "its comparison's hypotheses are rejected (`family_verdicts.exclusive_claims`: Shaffer's divisor whatever the "
         "tests). The table gives each scenario's family-wise error of the kind it can make (a false claim of either "
         "kind in the family with null comparisons and comparisons at the margin) for the defaults under the committed "
-        f"plans' rule and under `{analysis_plan.DEFAULT_CLAIMS}` (bold: above alpha + 2 SE = {limit:.4f}):",
+        f"plans' rule and under `{analysis_plan.DEFAULT_CLAIMS}` (bold: above alpha + 2 SE = {limit:.4f}). Under "
+        f"`{analysis_plan.DEFAULT_CLAIMS}` an equivalence on the return of a variant against the baseline also passes "
+        "a failure guard (`two_part.rare_failure_guard`, as the report applies it): at n seeds a variant that fails "
+        "rarely is indistinguishable from a clean one (above), so the equivalence is given only where the exact "
+        "one-sided upper bound of the variant's failure rate (Clopper-Pearson at the comparison's share of alpha) times "
+        "what a failed run loses at least (the baseline's mean return minus the failure threshold) is at most the "
+        'margin; elsewhere the report says "cannot tell: N seeds cannot rule out rare failures that would cost the '
+        "margin; M seeds without a failure would\". A factorial effect is not guarded: its arms pool every cell's "
+        "seeds, and its rows below are those of the rule alone:",
         "",
         f"| scenario | family | error | {default} (differs-and-equivalent) | {ruled} |",
         "|---|---|---|---:|---:|",
@@ -919,7 +963,28 @@ def _partitioned_note(study: dict, cases: Sequence[StudyScenario], default: str)
             if above
             else f"Under `{analysis_plan.DEFAULT_CLAIMS}` the error stays at most alpha + 2 SE in every scenario."
         ),
+        "",
+        "What the guard costs: the rate of `equivalent` per null comparison of a leave-one-out family (the power of "
+        f"the equivalence claim), under `{analysis_plan.DEFAULT_CLAIMS}` with the guard against the committed rule: "
+        + "; ".join(cost)
+        + f". With {STUDY_NS[0]} seeds a variant gets no `equivalent` on the return where a failure costs several "
+        f"margins (a clean run sits {-NORMAL_FLOOR / MARGIN:g} margins above the normal returns' failure threshold, a "
+        f"Hopper run that learned {hopper_cost / HOPPER_MARGIN:.1f} margins "
+        f"on average): with no failure seen, the exact bound at alpha / {FAMILY} is "
+        f"{1 - (ALPHA / FAMILY) ** (1 / STUDY_NS[0]):.2f} at {STUDY_NS[0]} seeds, and a plan needs "
+        f"{_seeds_without_failure(-NORMAL_FLOOR)} and {_seeds_without_failure(hopper_cost, HOPPER_MARGIN)} "
+        "seeds without a failure for these two costs (the report names the number for its own). Where the baseline "
+        "itself fails often (floor 65%), a failure costs less than the margin and the guard passes; the report "
+        "withholds those equivalences for the failures in an arm instead (the second table above).",
     ]
+
+
+def _seeds_without_failure(cost: float, margin: float = MARGIN) -> int:
+    """The seeds without a failure from which ``two_part.rare_failure_guard`` gives an equivalence in a family of six."""
+    n = 1
+    while rare_failure_guard(rate([False] * n), cost, 0.0, margin, ALPHA / FAMILY) is not None:
+        n += 1
+    return n
 
 
 def defaults_follow(summary: dict[str, dict], default: str) -> bool:
@@ -965,10 +1030,10 @@ def _unavailable_note(study: dict, cases: Sequence[StudyScenario]) -> list[str]:
     null = next((c for c in cases if c.design == "family" and c.returns == scenario.returns and c.error == "differs"), None)
     power = study["results"][null.name][str(n)][default]["variants"]["equivalent"] if null else math.nan
     return [
-        f"Where the defaults' `equivalent` fails ({name}): a variant that fails on {scenario.fail_variant:.0%} of its "
+        f"Where the committed plans' `equivalent` fails ({name}): a variant that fails on {scenario.fail_variant:.0%} of its "
         f"seeds loses the margin in mean return, yet {clean:.0%} of its samples of {n} seeds hold no failure at all, "
         "and such a sample is a draw from the baseline's own distribution. No test can tell the two apart: any test "
-        "with power to call a clean variant equivalent (the defaults: "
+        "with power to call a clean variant equivalent (their defaults: "
         f"{power:.3f} per comparison in the matching null scenario) calls this one equivalent at roughly that power "
         f"times {clean:.2f}, and a family of {FAMILY} such variants has several chances. Withholding an equivalence "
         "where either arm has a failed run (`two_part.return_label`) cannot help, since the samples at fault have "
@@ -985,13 +1050,43 @@ def _unavailable_note(study: dict, cases: Sequence[StudyScenario]) -> list[str]:
     ]
 
 
-def run_study(reps: int, seed: int) -> dict:
-    """Simulate the study-shaped scenarios at every n and summarise each pair's errors."""
+def _reusable_study(path: Path, reps: int, seed: int, designs: Sequence[str]) -> dict[str, dict]:
+    """
+    The study-shaped scenarios of a previous run (its calibration.json) to keep: those of the given designs, defined
+    as now, at the same replications and seed (a cell is a function of those and of the code that decides it: name
+    only designs whose verdicts the change since that run leaves alone).
+
+    :return: scenario -> ``{"results": ..., "regions": ...}``
+    """
+    old = json.loads(path.read_text()).get("study_like", {})
+    if old.get("reps") != reps or old.get("ns") != list(STUDY_NS) or json.loads(path.read_text())["seed"] != seed:
+        print("the previous study-shaped scenarios ran otherwise: recomputing all", file=sys.stderr)
+        return {}
+    defined = {s["name"]: s for s in old["scenarios"]}
+    return {
+        c.name: {"results": old["results"][c.name], "regions": old["regions"].get(c.name)}
+        for c in study_scenarios()
+        if c.design in designs and defined.get(c.name) == asdict(c)
+    }
+
+
+def run_study(reps: int, seed: int, previous: dict[str, dict] | None = None) -> dict:
+    """
+    Simulate the study-shaped scenarios at every n and summarise each pair's errors.
+
+    :param previous: scenario -> its kept cells (:func:`_reusable_study`), not simulated again
+    """
     start = time.time()
     cases = study_scenarios()
+    previous = previous or {}
     results: dict[str, dict[str, dict]] = {}
     regions: dict[str, dict[str, dict[str, float]]] = {}
     for index, scenario in enumerate(cases):
+        if scenario.name in previous:
+            results[scenario.name] = previous[scenario.name]["results"]
+            if previous[scenario.name]["regions"]:
+                regions[scenario.name] = previous[scenario.name]["regions"]
+            continue
         for n in STUDY_NS:
             rates, shares = evaluate_study(scenario, n, reps, seed, index)
             results.setdefault(scenario.name, {})[str(n)] = rates
@@ -1017,6 +1112,7 @@ def run_study(reps: int, seed: int) -> dict:
         "regions": regions,
         "region_rule": RULES.to_dict(),
         "summary": study_summary(cases, results, reps),
+        "reused_from_previous_run": sorted(previous),
         "runtime_s": time.time() - start,
     }
 
@@ -1066,12 +1162,20 @@ def choose(cases: list[Scenario], results: dict, reps: int, trust_exact: bool = 
 
 def _reused_note(report: dict) -> str:
     reused = report.get("reused_from_previous_run", [])
-    if not reused:
-        return ""
-    return (
+    study = report.get("study_like", {}).get("reused_from_previous_run", [])
+    note = (
         f"; the cells of {len(reused)} unchanged scenarios of the first sections are those of the previous run, kept "
         "with `--reuse` after one recomputed cell matched them exactly"
+        if reused
+        else ""
     )
+    if study:
+        designs = sorted({s.design for s in study_scenarios() if s.name in study})
+        note += (
+            f"; the {len(study)} study-shaped scenarios of the designs {', '.join(designs)} too (`--reuse-designs`: "
+            "the change since that run leaves their verdicts alone)"
+        )
+    return note
 
 
 def _rate(value: float, flag: bool = False) -> str:
@@ -1250,13 +1354,16 @@ def _reusable(path: Path, cases: list[Scenario], reps: int, seed: int, ns: Seque
 
 
 def run(
-    reps: int, seed: int, out: Path, ns: Sequence[int] = NS, reuse: Path | None = None, study_reps: int | None = None
-) -> dict:
+    reps: int, seed: int, out: Path, ns: Sequence[int] = NS, reuse: Path | None = None, study_reps: int | None = None,
+    reuse_designs: Sequence[str] = (),
+) -> dict:  # fmt: skip
     """
     Simulate every scenario at every n, choose the default and write calibration.md and calibration.json.
 
     :param reuse: a previous calibration.json whose cells for unchanged scenarios are kept (see :func:`_reusable`)
     :param study_reps: replications of the scenarios that look like the studies (default ``reps``)
+    :param reuse_designs: the study-shaped scenarios of these designs are also kept from ``reuse``
+        (:func:`_reusable_study`)
     """
     start = time.time()
     cases = scenarios()
@@ -1270,7 +1377,8 @@ def run(
         print(f"{scenario.name}: {time.time() - start:.0f} s", file=sys.stderr, flush=True)
     chosen, criteria = choose(cases, results, reps)
     chosen_trusting_exact, _ = choose(cases, results, reps, trust_exact=True)
-    study_like = run_study(study_reps or reps, seed)
+    kept = _reusable_study(reuse, study_reps or reps, seed, reuse_designs) if reuse and reuse_designs else {}
+    study_like = run_study(study_reps or reps, seed, kept)
     report = {
         "alpha": ALPHA,
         "shift_sd": SHIFT,
@@ -1313,9 +1421,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--reuse", type=Path, default=None, help="a previous calibration.json: keep its cells of unchanged scenarios"
     )
+    parser.add_argument(
+        "--reuse-designs",
+        nargs="*",
+        default=(),
+        choices=("family", "2^6", "2^(6-1)"),
+        help="with --reuse: also keep its study-shaped scenarios of these designs (only those the change leaves alone)",
+    )
     args = parser.parse_args(argv)
     reps = args.reps or (QUICK_REPS if args.quick else REPS)
-    report = run(reps, args.seed, args.out, reuse=args.reuse, study_reps=args.study_reps)
+    report = run(reps, args.seed, args.out, reuse=args.reuse, study_reps=args.study_reps, reuse_designs=args.reuse_designs)
     print(f"chosen: {report['chosen']} ({report['runtime_s']:.0f} s)")
 
 

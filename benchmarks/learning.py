@@ -35,15 +35,15 @@ from stable_baselines3.common.noise import NormalActionNoise
 # runnable from a checkout without installing the package
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from sb3_ablation.bench.cli import parse_model_list, parse_net_archs
+from sb3_ablation.bench.models import MODEL_NAMES, build_model
+from sb3_ablation.bench.tables import format_table
 from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.analyse.inference import compare_family
 from sb3_ablation.study.analyse.statistics import MIN_RUNS, outcome_statistics
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.render.format import fmt_ci, fmt_p
-from sb3_ablation.study.render.json import comparison_json
-from sb3_ablation.throughput.cli import parse_model_list, parse_net_archs
-from sb3_ablation.throughput.models import MODEL_NAMES, build_model
-from sb3_ablation.throughput.tables import format_table
+from sb3_ablation.study.render.json_parts import comparison_json
 
 ENV_ID = "Pendulum-v1"
 ZOO_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "zoo_configs", "ablatable_td3.yml")
@@ -126,7 +126,7 @@ def train_and_evaluate(algo: str, seed: int, config: dict[str, Any]) -> dict[str
     """
     Train one model and evaluate its deterministic policy (runs in a worker process).
 
-    :param algo: model name (see ``sb3_ablation.throughput.models.MODEL_NAMES``)
+    :param algo: model name (see ``sb3_ablation.bench.models.MODEL_NAMES``)
     :param seed: seed of the model and the training environment (evaluation uses ``seed + 10_000``)
     :param config: from ``run_configuration``
     :return: algorithm, seed, mean evaluation return and training seconds

@@ -29,7 +29,7 @@ import torch as th
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a source checkout without installing
 
-from sb3_ablation.throughput.measure import cpu_model_name
+from sb3_ablation.bench.measure import cpu_model_name
 
 #: (inputs, outputs) of the layers of TD3 networks on the committed tasks: Pendulum (3 observations, 1 action),
 #: Hopper (11, 3), HalfCheetah (17, 6), LunarLander (8, 2); [64, 64], [256, 256] and [400, 300] hidden layers

@@ -42,11 +42,11 @@ from stable_baselines3.common.noise import NormalActionNoise
 
 from sb3_ablation.batched import BatchedTD3
 from sb3_ablation.batched.mixing import MIXABLE_SWITCHES
+from sb3_ablation.bench.measure import cpu_model_name
 from sb3_ablation.study.plan.config import StudyConfig, load_config_file, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RunTask
 from sb3_ablation.study.run.batched import core_group_size, mixing_key
 from sb3_ablation.study.run.runner import run_study
-from sb3_ablation.throughput.measure import cpu_model_name
 
 
 def runs_per_hour(

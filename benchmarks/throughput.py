@@ -9,7 +9,7 @@ import sys
 # runnable from a checkout without installing the package
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sb3_ablation.throughput.cli import main
+from sb3_ablation.bench.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -1,8 +1,9 @@
 """Sphinx configuration of the sb3-ablation documentation (``make docs``: strict, warnings are errors).
 
 The pages are MyST markdown. ``results/`` is generated from the committed studies' reports by
-``tools/docs_results.py`` (``make docs`` checks that it is up to date); the study folders themselves (``studies/``)
-are not source pages: the results pages include their reports and point at their figures.
+``docs/generate/docs_results.py`` (``make docs`` checks that it is up to date); the study folders themselves
+(``studies/``) are not source pages: the results pages include their reports and point at their figures. Nor is
+``generate/``, the generators of those pages (a Python package run as ``python -m docs.generate``, not documented here).
 """
 
 import inspect
@@ -31,7 +32,7 @@ extensions = [
 
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "studies/**", "calibration.json", "Thumbs.db", ".DS_Store"]
+exclude_patterns = ["_build", "studies/**", "generate/**", "calibration.json", "Thumbs.db", ".DS_Store"]
 
 # MyST: GitHub-style heading anchors, so that the pages' links (`guide.md#the-six-switches`) work here and on GitHub
 myst_enable_extensions = ["colon_fence", "deflist"]

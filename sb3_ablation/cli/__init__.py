@@ -25,7 +25,7 @@ COMMANDS = {
     "study": ("sb3_ablation.cli.study", "study_main", "run an ablation study (variants x envs x seeds)"),
     "report": ("sb3_ablation.cli.study", "report_main", "write the statistical report of a study folder"),
     "demo": ("sb3_ablation.cli.study", "demo_main", "a small leave-one-out study on Pendulum-v1 plus its report"),
-    "bench": ("sb3_ablation.throughput.cli", "main", "training throughput against SB3's TD3/DDPG"),
+    "bench": ("sb3_ablation.bench.cli", "main", "training throughput against SB3's TD3/DDPG"),
 }
 # commands whose usage errors carry argparse's "error: " prefix (the zoo's parsers); the study's say it without
 ZOO_COMMANDS = ("train", "enjoy", "record-video", "export")

@@ -30,7 +30,7 @@
   :func:`~sb3_ablation.study.analyse.report.analyse_study`, into the report model
   (:mod:`~sb3_ablation.study.analyse.report_model`, dataclasses only); it renders nothing;
 - render: :mod:`~sb3_ablation.study.render` — the report model, read alone, as markdown, figures, JSON and CSV
-  (:mod:`~sb3_ablation.study.render.report`, :mod:`~sb3_ablation.study.render.sections`,
+  (:mod:`~sb3_ablation.study.render.report`, :mod:`~sb3_ablation.study.render.extra_sections`,
   :mod:`~sb3_ablation.study.render.status`, :mod:`~sb3_ablation.study.render.figures`,
   :mod:`~sb3_ablation.study.render.report_json`, :mod:`~sb3_ablation.study.render.exports`), with one number formatter
   (:mod:`~sb3_ablation.study.render.format`); it imports types and constants from analyse, never a function that

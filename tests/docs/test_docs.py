@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from docs.generate import algorithm_pages, answer_key, docs_results
 from sb3_ablation.switches import markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,11 +23,6 @@ PAGES = [
     *sorted((ROOT / "docs" / "results").glob("*.md")),
     *sorted((ROOT / "docs" / "algorithms").glob("*.md")),
 ]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import algorithm_pages  # noqa: E402
-import answer_key  # noqa: E402
-import docs_results  # noqa: E402
 
 
 def _tool(*args: str) -> subprocess.CompletedProcess:
@@ -34,17 +30,17 @@ def _tool(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_readmes_answer_is_the_one_the_committed_reports_give():
-    result = _tool("tools/readme_answer.py", "--check")
+    result = _tool("-m", "docs.generate.readme_answer", "--check")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_results_pages_are_the_ones_the_committed_reports_give():
-    result = _tool("tools/docs_results.py", "--check")
+    result = _tool("-m", "docs.generate.docs_results", "--check")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_answer_key_is_the_one_the_committed_reports_give():
-    result = _tool("tools/answer_key.py", "--check")
+    result = _tool("-m", "docs.generate.answer_key", "--check")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -92,7 +88,7 @@ def test_the_answer_key_leaves_out_what_a_report_lacks(tmp_path, monkeypatch):
 
 
 def test_the_algorithm_pages_results_are_the_ones_the_committed_reports_give():
-    result = _tool("tools/algorithm_pages.py", "--check")
+    result = _tool("-m", "docs.generate.algorithm_pages", "--check")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -166,7 +162,7 @@ def test_relative_links_point_into_the_study_folder_and_others_stay():
 
 
 def test_the_papers_numbers_are_table_2_with_their_source():
-    paper = yaml.safe_load((ROOT / "tools" / "td3_paper_table2.yml").read_text())
+    paper = yaml.safe_load((ROOT / "docs" / "generate" / "td3_paper_table2.yml").read_text())
     assert "Fujimoto" in paper["source"] and "Table 2" in paper["source"]
     rows = {row["method"]: row for row in paper["rows"]}
     assert len(rows) == 9 and all(set(paper["tasks"]) <= set(row) for row in rows.values())
@@ -226,3 +222,12 @@ def test_every_committed_study_folder_keeps_its_run_records_in_git():
             expected = {record for record in expected if (ROOT / record).exists()}
         missing = sorted(expected - tracked)
         assert not missing, f"{folder}: {len(missing)} run records not in git, e.g. {missing[0]}"
+
+
+def test_the_generators_are_one_package_that_imports_itself_normally():
+    """docs/generate/ is a package (``python -m docs.generate``): its modules import each other by name, no module
+    edits ``sys.path`` to find another."""
+    generators = sorted((ROOT / "docs" / "generate").glob("*.py"))
+    assert {path.name for path in generators} >= {"__init__.py", "__main__.py", "readme_answer.py", "answer_key.py"}
+    for path in generators:
+        assert "sys.path" not in path.read_text(), f"{path.name} edits sys.path"

@@ -1,4 +1,4 @@
-"""The answer in plain words (tools/plain_answer.py): the README's block stays within its size and opens with the
+"""The answer in plain words (docs/generate/plain_answer.py): the README's block stays within its size and opens with the
 summary table; every generated page gives a comparison the verdict its report shows (one function reads it), in bold
 only where it is one; each sentence carries the estimate, its share of TD3's progress, the detectable difference at
 the design's boundary, the along-training clause where a report has it and the mechanism, descriptive; the resumed runs
@@ -7,32 +7,14 @@ edits a copy of the committed report.json files."""
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
-import pytest
+from docs.generate import answer_key, docs_results, plain_answer, readme_answer
+from docs.generate.report_fields import BOTH_SOLVE, NEITHER_LEARNS, emphasised, shown_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import answer_key  # noqa: E402
-import docs_results  # noqa: E402
-import plain_answer  # noqa: E402
-import readme_answer  # noqa: E402
-from report_fields import BOTH_SOLVE, NEITHER_LEARNS, emphasised, shown_verdict  # noqa: E402
 
 SECTION = "## What the committed studies say"
-
-
-@pytest.fixture
-def studies(tmp_path, monkeypatch):
-    """A copy of every committed report.json, which the generators read instead of docs/studies/."""
-    for path in (ROOT / "docs" / "studies").glob("*/report.json"):
-        (tmp_path / path.parent.name).mkdir()
-        shutil.copy(path, tmp_path / path.parent.name / "report.json")
-    monkeypatch.setattr(readme_answer, "STUDIES", tmp_path)
-    monkeypatch.setattr(answer_key, "STUDIES", tmp_path)
-    return tmp_path
 
 
 def _edit(studies: Path, folder: str, change) -> None:
@@ -174,13 +156,12 @@ def test_the_along_training_clause_is_used_where_a_report_has_it(studies):
 
 
 def test_the_figures_are_the_ones_the_reports_give(tmp_path, monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["plain_answer.py", "--check"])
-    assert plain_answer.main() == 0
+    assert plain_answer.main(["--check"]) == 0
     stale = tmp_path / "figures"
     shutil.copytree(plain_answer.FIGURES, stale)
     (stale / "answer-hopper-300k-paper.png").write_bytes(b"not this figure")
     monkeypatch.setattr(plain_answer, "FIGURES", stale)
-    assert plain_answer.main() == 1
+    assert plain_answer.main(["--check"]) == 1
 
 
 def test_a_study_page_names_its_resumed_runs():

@@ -1,32 +1,15 @@
-"""The README's answer (tools/readme_answer.py) follows the committed reports: one row per (condition, component) on
+"""The README's answer (docs/generate/readme_answer.py) follows the committed reports: one row per (condition, component) on
 the removal convention, the answer chosen by its declared rule, replicates side by side with their seeds, plan phrases from
 report.json, a smallest set called confirmed only by a test, and the fields other analyses add (``learning``) used
 where a report has them. Each test edits a copy of the committed report.json files."""
 
 import json
-import shutil
-import sys
 from pathlib import Path
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import readme_answer  # noqa: E402
-from report_fields import AMENDED_TITLE, estimate_name, plan_phrase  # noqa: E402
+from docs.generate import readme_answer
+from docs.generate.report_fields import AMENDED_TITLE, estimate_name, plan_phrase
 
 WILCOXON = "Wilcoxon signed-rank test (Hodges-Lehmann estimate, exact interval); equivalence: TOST with the sign-flip"
-
-
-@pytest.fixture
-def studies(tmp_path, monkeypatch):
-    """A copy of every committed report.json, which readme_answer reads instead of docs/studies/."""
-    for path in (ROOT / "docs" / "studies").glob("*/report.json"):
-        (tmp_path / path.parent.name).mkdir()
-        shutil.copy(path, tmp_path / path.parent.name / "report.json")
-    monkeypatch.setattr(readme_answer, "STUDIES", tmp_path)
-    return tmp_path
 
 
 def _edit(studies: Path, folder: str, change) -> None:
@@ -194,7 +177,7 @@ def test_the_learning_fields_are_used_where_a_report_has_them(studies):
 def test_the_papers_rows_stand_beside_the_answer():
     """The Results page's Table 2 comparison shows each condition's answer (its verdict and named estimate), one paper
     column per task."""
-    import docs_results
+    from docs.generate import docs_results
 
     lines = docs_results.paper_lines()
     header = next(line for line in lines if line.startswith("| component removed |"))

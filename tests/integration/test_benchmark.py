@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from stable_baselines3.common.buffers import ReplayBuffer
 
-from sb3_ablation.throughput import models
-from sb3_ablation.throughput.cli import main
-from sb3_ablation.throughput.measure import time_interleaved
-from sb3_ablation.throughput.models import collect_random_transitions, fill_replay_buffer
+from sb3_ablation.bench import models
+from sb3_ablation.bench.cli import main
+from sb3_ablation.bench.measure import time_interleaved
+from sb3_ablation.bench.models import collect_random_transitions, fill_replay_buffer
 
 GRADIENT_MODELS = ["sb3_td3", "td3", "td3_no_replay_buffer", "td3_speed", "sb3_ddpg", "ddpg"]
 LEARN_MODELS = ["sb3_td3", "td3"]

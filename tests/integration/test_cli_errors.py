@@ -367,7 +367,7 @@ DRIVER = textwrap.dedent(
     from sb3_ablation.cli import main
     # the libraries every command imports, imported once here rather than once per case
     import gymnasium, moviepy, rl_zoo3.enjoy, rl_zoo3.exp_manager, rl_zoo3.import_envs, rl_zoo3.train, rl_zoo3.utils
-    import sb3_ablation.throughput.cli, sb3_ablation.cli.study, sb3_ablation.study.run.execute
+    import sb3_ablation.bench.cli, sb3_ablation.cli.study, sb3_ablation.study.run.execute
     import sb3_ablation.study.render.report
     import sb3_ablation.study.run.runner, sb3_ablation.zoo.enjoy, sb3_ablation.zoo.experiment, sb3_ablation.zoo.export
     import sb3_ablation.zoo.record_video, sb3_ablation.zoo.registry, sb3_ablation.zoo.train

@@ -7,12 +7,12 @@ from stable_baselines3.common.logger import configure
 from torch.nn import functional as F
 
 from sb3_ablation import DDPG, AblatableTD3
+from sb3_ablation.bench.models import collect_random_transitions, fill_replay_buffer
 from sb3_ablation.common import mixed_precision
 from sb3_ablation.common.batched_critic import BatchedContinuousCritic
 from sb3_ablation.common.mixed_precision import Bfloat16Linear, Float32Linear, SpeedModeInfo, choose_speed_mode
 from sb3_ablation.common.off_policy import read_saved_data
 from sb3_ablation.common.optim import FlatAdam
-from sb3_ablation.throughput.models import collect_random_transitions, fill_replay_buffer
 
 # [128, 128] at batch 256 is the smallest network whose hidden product is large enough for bfloat16
 BFLOAT16_ARCH = [128, 128]

@@ -2,6 +2,7 @@
 earlier budgets of the same runs (``earlier_budgets``), in the analysis (study/analyse/analysis.py, inference.py,
 family_verdicts.py) and the report."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from sb3_ablation.study.analyse.sequential import sequential_family
 from sb3_ablation.study.plan.analysis_plan import DEFAULT_CLAIMS, AnalysisPlan, PlanError
 from sb3_ablation.study.plan.config import StudyConfig
 from sb3_ablation.study.plan.digest import plan_digest
-from sb3_ablation.study.render.json import env_json
+from sb3_ablation.study.render.json_parts import env_json
 from sb3_ablation.study.render.summaries import findings_markdown
 from sb3_ablation.study.store.manifest import open_manifest
 from tests.unit.synthetic_studies import curve_study
@@ -193,3 +194,33 @@ def test_the_hopper_1m_plan_reports_its_300k_hypothesis_in_its_family():
     assert (early.comparison.p_raw, early.comparison.p_adjusted, early.comparison.verdict) == (1 / 1024, 4 / 1024, DIFFERS)
     assert primary.margin.how == NO_MARGIN_PLANNED and all(c.verdict == UNRESOLVED for c in primary.comparisons.values())
     assert "no_delayed_policy_update at 300,000 steps (one-sided: ahead): 500.0" in findings_markdown(model)
+    # every arm at 300k, described beside the hypothesis: the window means, and each variant's paired estimate with its
+    # two-sided interval (Hodges-Lehmann and the exact Wilcoxon interval: 500 on every seed; clipped double Q's
+    # differences seed - 4.5 are symmetric about 0)
+    (described,) = primary.earlier_estimates
+    assert described.budget == 300_000 and set(described.means) == set(study["variants"])
+    assert described.means["no_delayed_policy_update"] - described.means["td3"] == 500.0
+    assert described.estimates["no_delayed_policy_update"] == (10, 500.0, 500.0, 500.0)
+    n, estimate, low, high = described.estimates["no_clipped_double_q"]
+    assert (n, estimate) == (10, 0.0) and low < 0.0 < high
+    assert "td3" not in described.estimates and "At 300,000 steps on the same runs (descriptive" in findings_markdown(model)
+    (as_json,) = env_json(model.envs[0], "td3")["outcomes"]["final_window"]["earlier_budget_estimates"]
+    assert as_json["descriptive"] and as_json["estimates"]["no_delayed_policy_update"] == {
+        "n": 10,
+        "estimate": 500.0,
+        "ci": [500.0, 500.0],
+    }
+
+
+def test_a_plan_without_earlier_budgets_describes_none():
+    study = yaml.safe_load((ROOT / "sb3_ablation" / "study_files" / "hopper_paper_1m.yml").read_text())
+    plan = dataclasses.replace(AnalysisPlan.from_dict(study["analysis"]), earlier_budgets=())
+    data = curve_study(
+        study["variants"], lambda v, s, t: 3000.0 + s + 0.0 * t, seeds=5, env="Hopper-v5", budget=20_000, eval_freq=5_000
+    )
+    primary = build_model(data, plan, plan, "td3", 20, 0).envs[0].outcome("final_window")
+    assert primary.earlier == () and primary.earlier_estimates == ()
+    assert (
+        "earlier_budget_estimates"
+        not in env_json(build_model(data, plan, plan, "td3", 20, 0).envs[0], "td3")["outcomes"]["final_window"]
+    )

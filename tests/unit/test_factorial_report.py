@@ -20,7 +20,7 @@ from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.designs import full_factorial
 from sb3_ablation.study.plan.learning_rules import LearningRules
 from sb3_ablation.study.plan.variants import canonical_name, parse_variant
-from sb3_ablation.study.render.factorial import learning_json, learning_lines
+from sb3_ablation.study.render.factorial import factorial_learning_json, factorial_learning_lines
 from sb3_ablation.study.render.tables import per_cell_heading
 from sb3_ablation.switches import SWITCHES
 
@@ -61,7 +61,7 @@ def test_where_td3_learns_is_rendered_with_the_region_the_failure_rates_and_the_
     design, result = factorial_of(data)
     fates = env_learning(data, ENV, "td3", PLAN, RULES, margin=50.0).fates
     learning = factorial_learning(data, ENV, fates, PLAN, RULES, 50.0, main=result.main)
-    section = learning_json(learning, result.main, "Hodges-Lehmann estimate")
+    section = factorial_learning_json(learning, result.main, "Hodges-Lehmann estimate")
 
     region = section["region"]
     assert region["enabling"] == ["replay_buffer"] and not region["whole_design"]
@@ -93,7 +93,7 @@ def test_where_td3_learns_is_rendered_with_the_region_the_failure_rates_and_the_
     assert target["main_verdict_label"] == "unresolved (averaged over floor cells)"
     assert replay["main_verdict_label"] == f"{DIFFERS} (averaged over floor cells)"
 
-    text = "\n".join(learning_lines(learning, result.main, "Hodges-Lehmann estimate", "final return"))
+    text = "\n".join(factorial_learning_lines(learning, result.main, "Hodges-Lehmann estimate", "final return"))
     assert "the 4 of 8 cells with **replay_buffer** on" in text
     assert "without replay_buffer 40/40 runs failed (100%): kept on" in text
     assert "| clipped_double_q | learning region | 0/20 (0%) | 0/20 (0%) |" in text
@@ -114,7 +114,7 @@ def test_without_floor_cells_the_main_effects_are_read_over_the_whole_design():
     _, result = factorial_of(data)
     fates = env_learning(data, ENV, "td3", PLAN, RULES, margin=50.0).fates
     learning = factorial_learning(data, ENV, fates, PLAN, RULES, 50.0, main=result.main)
-    section = learning_json(learning, result.main, "Hodges-Lehmann estimate")
+    section = factorial_learning_json(learning, result.main, "Hodges-Lehmann estimate")
     assert section["region"]["whole_design"] and section["region"]["enabling"] == []
     target = section["factors"]["target_networks"]
     assert target["main_effect"]["label"] == "over the whole design (no floor cells)"

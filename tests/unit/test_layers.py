@@ -79,14 +79,14 @@ RESTS_ON: dict[str, tuple[str, ...]] = {
     "batched": ("td3",),
     "__init__.py": ("ddpg", "td3"),  # the public names: AblatableTD3, DDPG, SWITCHES
     "zoo": ("__init__.py", "batched"),  # rl_zoo3 integration
-    "throughput": ("__init__.py",),  # training throughput
+    "bench": ("__init__.py",),  # the `bench` command: training throughput against SB3
     "study": ("study/render",),  # study/__init__.py names the layers; study/flow.py: conduct and write_report above them
     "study/plan": ("zoo",),
     "study/store": ("study/plan",),
     "study/run": ("study/store",),
     "study/analyse": ("study/run",),
     "study/render": ("study/analyse",),
-    "cli": ("study", "throughput"),  # the `sb3-ablation` command
+    "cli": ("study", "bench"),  # the `sb3-ablation` command
     "__main__.py": ("cli",),
     "train.py": ("cli",),
     "enjoy.py": ("cli",),

@@ -3,12 +3,11 @@ everywhere, however its family-of-one interval reads; runs that never learn leav
 regimes read in plain words; a factorial effect averaged over floor cells says so, a ``differs`` included."""
 
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 from synthetic_studies import factorial_study, write_pendulum_study
 
+from docs.generate import docs_results
 from sb3_ablation.common.io import read_json
 from sb3_ablation.study import write_report
 from sb3_ablation.study.analyse.budget import AT_CEILING
@@ -20,9 +19,6 @@ from sb3_ablation.study.analyse.run_fates import study_fates
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.learning_rules import LearningRules
 from sb3_ablation.study.render.labels import CANNOT_TELL_CEILING, CANNOT_TELL_FLOOR, DESCRIPTIVE, qualified_verdict
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-import docs_results
 
 REPS = 200
 #: no_delayed_policy_update - td3 per seed: Wilcoxon p 0.0098 with an interval that excludes 0, so a family of one
@@ -164,3 +160,58 @@ def _cells(learning):
     from sb3_ablation.study.plan.variants import canonical_name
 
     return [(canonical_name(dict(cell)), cell) for cell in learning.design.cells]
+
+
+def _declare(out, analysis):
+    """Give a written study the analysis plan it declared (study.json's ``analysis``)."""
+    from sb3_ablation.common.io import write_json_atomic
+
+    manifest = read_json(out / "study.json")
+    write_json_atomic(out / "study.json", {**manifest, "analysis": analysis})
+
+
+def _clean_pair(seed):
+    """td3 learns on every seed, far below the ceiling (a failure would cost about 760); the variant within ±0.5."""
+    return -400.0 - 2.0 * seed
+
+
+def test_a_partitioned_plan_withholds_an_equivalence_its_seeds_cannot_guard_and_a_differs_plan_names_no_equivalence(
+    tmp_path,
+):
+    finals = {"td3": _clean_pair, "no_clipped_double_q": lambda seed: _clean_pair(seed) + (0.5 if seed % 2 else -0.5)}
+    partitioned, differs = tmp_path / "partitioned", tmp_path / "differs"
+    for out, claims in ((partitioned, "partitioned"), (differs, "differs")):
+        write_pendulum_study(out, finals)
+        _declare(out, {"claims": claims})
+    # partitioned: the test calls it equivalent; 10 clean seeds cannot bound a failure rate that would cost the margin
+    text = write_report(partitioned, reps=REPS).read_text()
+    report = read_json(partitioned / "report.json")
+    primary = report["envs"]["Pendulum-v1"]["outcomes"]["final_window"]["variants"]["no_clipped_double_q"]
+    assert primary["test_verdict"] == EQUIVALENT
+    assert re.fullmatch(
+        r"cannot tell: 10 seeds cannot rule out rare failures that would cost the margin; \d+ seeds without a failure "
+        r"would",
+        primary["verdict"],
+    )
+    assert not [(path, v) for path, v in shown_verdicts(report) if v.startswith(EQUIVALENT)]
+    assert primary["verdict"] in text and "**equivalent**" in text.split("## Verdicts and error control")[1]
+    # differs: the legend lists only the verdicts the plan can give
+    text = write_report(differs, reps=REPS).read_text()
+    legend = text.split("## Verdicts and error control")[1].split("\n#")[0]
+    assert "**differs**" in legend and "equivalent" not in legend.split("Claims rule")[0]
+    assert "the plan makes no equivalence claims" in legend
+
+
+def test_a_committed_study_report_links_the_glossary_and_one_elsewhere_names_it(tmp_path):
+    from sb3_ablation.study.render.report import glossary_line
+
+    committed = tmp_path / "docs" / "studies" / "one"
+    committed.mkdir(parents=True)
+    (tmp_path / "docs" / "glossary.md").write_text("# Glossary\n")
+    line = glossary_line("Holm over the family; Wilcoxon signed-rank, HL estimate; pocock looks", committed)
+    assert line[0] == (
+        "Terms used here (family, Wilcoxon, HL, look, Pocock) are explained in plain words in the student "
+        "[glossary](../../glossary.md)."
+    )
+    assert glossary_line("the family's IQM", tmp_path / "elsewhere")[0].endswith("student glossary (docs/glossary.md).")
+    assert glossary_line("nothing the glossary explains; a thl", tmp_path) == []

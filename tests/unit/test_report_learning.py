@@ -5,10 +5,11 @@ import json
 
 import pytest
 
+from sb3_ablation.study.analyse.committed import committed_answer
 from sb3_ablation.study.analyse.learning import equivalence_label
 from sb3_ablation.study.analyse.run_fates import RunFate
 from sb3_ablation.study.plan.learning_rules import LearningRules
-from sb3_ablation.study.render.committed import committed_answer
+from sb3_ablation.study.render.committed import answer_sentence
 from sb3_ablation.study.render.labels import aggregate_labels, qualified_verdict
 
 RULES = LearningRules()
@@ -96,7 +97,7 @@ def studies(tmp_path):
 def test_a_report_with_too_few_seeds_points_to_the_committed_study_that_answers_its_task(studies):
     answer = committed_answer("Pendulum-v1", ["no_replay_buffer"], 2, folder=studies)
     assert (answer.study, answer.seeds, answer.page) == ("pendulum", 10, "docs/results/pendulum.md")
-    sentence = answer.sentence()
+    sentence = answer_sentence(answer)
     assert "docs/results/pendulum.md" in sentence and "`pendulum`" in sentence and sentence.count(". ") == 0
     # never the report itself; then the fixed design without extra sections before the sequential and the tuned one
     assert committed_answer("Pendulum-v1", ["no_replay_buffer"], 2, studies / "pendulum", studies).study == "pendulum-tuned"

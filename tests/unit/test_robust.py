@@ -26,7 +26,7 @@ from sb3_ablation.study.analyse.paired_tests import (
     paired_p_values,
     tost_p_value,
 )
-from sb3_ablation.study.plan.analysis_plan import DEFAULT_EQUIVALENCE_TEST, DEFAULT_TEST
+from sb3_ablation.study.plan.analysis_plan import DEFAULT_CLAIMS, DEFAULT_EQUIVALENCE_TEST, DEFAULT_TEST
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the example from our data: 10 of 10 differences negative, two of them collapses
@@ -400,10 +400,11 @@ def test_the_default_pair_follows_from_the_committed_study_shaped_scenarios(monk
     module = _calibration_module(monkeypatch)
     report = json.loads((ROOT / "docs" / "calibration.json").read_text())
     study = report["study_like"]
-    default = f"{DEFAULT_TEST}/{DEFAULT_EQUIVALENCE_TEST}"
+    default = module.pair_key(DEFAULT_TEST, DEFAULT_EQUIVALENCE_TEST, DEFAULT_CLAIMS)  # the defaults of new plans
     assert study["reps"] >= 1_000 and {s.name for s in module.study_scenarios()} == set(study["results"])
     assert module.defaults_follow(study["summary"], default)
     assert study["summary"][default]["differs_ok"]
+    assert study["summary"][default]["either_ok"]  # false differs and false equivalent together, every scenario
     table = (ROOT / "docs" / "calibration.md").read_text()
     if not study["summary"][default]["equivalent_ok"]:
         assert f"| **{default}** |" in table and "| `equivalent` |" in table

@@ -39,6 +39,6 @@ def test_records_of_another_format_or_corrupt_are_not_read_and_are_named(tmp_pat
     assert read_run(old) is None and read_run(corrupt) is None and read_run(tmp_path / "missing.json.gz") is None
     entries = {entry["seed"]: entry["error"] for entry in unreadable_runs(tmp_path, ["Pendulum-v1"], ["td3"])}
     assert set(entries) == {1, 2}
-    assert "record format 2, not 3: tools/migrate_studies.py converts it" in entries[1]
+    assert "record format 2, not 3: tools/migrate_studies.py of the repository's history converts it" in entries[1]
     assert "corrupt or truncated" in entries[2]
     json.loads(gzip.decompress(old.read_bytes()))  # left as it was

@@ -27,6 +27,8 @@ from sb3_ablation.study.analyse.two_part import (
     FAILURES_IN_AN_ARM,
     exact_stratified_test,
     factorial_two_part,
+    failure_rate_upper,
+    rare_failure_guard,
     rate,
     return_label,
     strata,
@@ -35,7 +37,7 @@ from sb3_ablation.study.analyse.two_part import (
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan, PlanError
 from sb3_ablation.study.plan.designs import full_factorial, half_fraction
 from sb3_ablation.study.plan.learning_rules import LearningRules, learning_threshold, paper_reference, random_return
-from sb3_ablation.study.render.labels import qualified_verdict
+from sb3_ablation.study.render.labels import is_plain, qualified_verdict, shown_label
 from sb3_ablation.study.run.overestimation import episode_summary
 from sb3_ablation.switches import SWITCHES
 
@@ -238,6 +240,57 @@ def test_a_task_is_at_its_ceiling_only_where_every_arm_sits_close_to_the_referen
     )
     assert qualified_verdict(EQUIVALENT, AT_FLOOR) == "cannot tell: neither arm learns"
     assert qualified_verdict(UNRESOLVED, AT_CEILING) == UNRESOLVED
+
+
+# -- the partitioned rule's failure guard on an equivalence ----------------------------------------------------------
+
+
+def test_the_failure_bound_is_the_exact_one_sided_clopper_pearson_bound():
+    # no failure in n: (1 - p) ** n = level; k failures: the binomial tail at the bound is the level
+    assert failure_rate_upper(0, 10, 0.05) == pytest.approx(1 - 0.05**0.1, rel=1e-12)
+    assert stats.binom.cdf(2, 10, failure_rate_upper(2, 10, 0.01)) == pytest.approx(0.01, rel=1e-9)
+    assert failure_rate_upper(10, 10, 0.05) == 1.0
+
+
+def test_an_equivalence_is_withheld_where_the_seeds_cannot_bound_what_rare_failures_cost():
+    # a clean run 5 above the threshold, margin 1: no failure in 10 seeds bounds the rate at 0.38 (alpha / 6), which
+    # could cost 1.9 > 1; 22 seeds bound it at 0.196 (cost 0.98), 21 at 0.204 (1.02)
+    line = rare_failure_guard(rate([False] * 10), 0.0, -5.0, 1.0, 0.05 / 6)
+    assert line == (
+        "cannot tell: 10 seeds cannot rule out rare failures that would cost the margin; 22 seeds without a failure would"
+    )
+    assert rare_failure_guard(rate([False] * 22), 0.0, -5.0, 1.0, 0.05 / 6) is None
+    assert rare_failure_guard(rate([False] * 21), 0.0, -5.0, 1.0, 0.05 / 6).startswith("cannot tell: 21 seeds")
+    # given: a failure cannot cost the margin (cost 2 against margin 1: 0.38 * 2 = 0.76), or no margin to guard
+    assert rare_failure_guard(rate([False] * 10), 0.0, -2.0, 1.0, 0.05 / 6) is None
+    assert rare_failure_guard(rate([False] * 10), 0.0, -5.0, math.nan, 0.05 / 6) is None
+    # no failure threshold: what a failure costs is unbounded
+    assert "no failure threshold" in rare_failure_guard(rate([False] * 10), 0.0, None, 1.0, 0.05 / 6)
+    # the report shows the line in place of the equivalence, not in bold, for the return only
+    assert qualified_verdict(EQUIVALENT, line) == line and not is_plain(line)
+    assert qualified_verdict(DIFFERS, line) == DIFFERS
+    assert shown_label(line, is_return=False) is None and shown_label(line) == line
+
+
+def test_only_partitioned_plans_guard_their_equivalences():
+    """A task whose runs learn but end far below the ceiling (a failure costs about 566, the margin is 50): a plan
+    declaring `claims: partitioned` withholds the equivalences 10 seeds cannot guard; a committed plan's labels are
+    those it always had."""
+    from sb3_ablation.study.analyse.learning import env_learning
+
+    factors = ["clipped_double_q", "target_networks"]
+    data = factorial_study(factors, lambda switches, seed: -600.0 + seed / 10 + switches["clipped_double_q"])
+    committed = env_learning(data, "Pendulum-v1", "td3", PLAN, RULES, margin=50.0)
+    assert len(committed.labels) == 3 and set(committed.labels.values()) == {None}
+    partitioned = dataclasses.replace(PLAN, claims="partitioned")
+    guarded = env_learning(data, "Pendulum-v1", "td3", partitioned, RULES, margin=50.0)
+    cost = -600.0 + 0.45 + 1.0 - guarded.threshold  # the baseline's mean minus the failure threshold
+    needed = math.ceil(math.log(0.05 / 3) / math.log1p(-50.0 / cost))  # three comparisons: alpha / 3 each
+    line = f"cannot tell: 10 seeds cannot rule out rare failures that would cost the margin; {needed} seeds without a "
+    assert set(guarded.labels.values()) == {line + "failure would"}
+    # a margin a failure cannot cost at this bound (0.336 * 566 = 190): the equivalences stand
+    given = env_learning(data, "Pendulum-v1", "td3", partitioned, RULES, margin=200.0)
+    assert set(given.labels.values()) == {None}
 
 
 # -- a whole task: env_learning and factorial_learning ----------------------------------------------------------------

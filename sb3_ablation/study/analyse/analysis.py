@@ -38,9 +38,10 @@ from sb3_ablation.study.analyse.outcomes import (
     study_up_to,
     value_span,
 )
-from sb3_ablation.study.analyse.paired_tests import TEST_NAMES, paired_p_values, tost_p_value
+from sb3_ablation.study.analyse.paired_tests import TEST_NAMES, location, paired_interval, paired_p_values, tost_p_value
 from sb3_ablation.study.analyse.report_model import (
     NO_MARGIN_PLANNED,
+    EarlierBudgetEstimates,
     EarlierResult,
     EnvResult,
     Looks,
@@ -185,6 +186,16 @@ def _earlier_name(hypothesis: EarlierBudget) -> str:
     return f"{hypothesis.variant} at {hypothesis.budget:,} steps" + (f" (one-sided: {side})" if side else "")
 
 
+def _values_up_to(data: StudyData, env: str, budget: int, variant: str, plan: AnalysisPlan) -> dict[int, float]:
+    """Seed -> the primary outcome computed from the run's evaluations up to ``budget``, as if it had ended there."""
+    return dict(zip(*outcome_values(study_up_to(data, budget), env, variant, plan.primary, plan), strict=True))
+
+
+def _paired(variant: dict[int, float], baseline: dict[int, float]) -> np.ndarray:
+    """The per-seed differences (variant - baseline) on the seeds both arms have."""
+    return np.array([variant[k] - baseline[k] for k in sorted(baseline) if k in variant], dtype=np.float64)
+
+
 def _earlier_differences(
     data: StudyData, env: str, hypothesis: EarlierBudget, baseline: str, plan: AnalysisPlan
 ) -> np.ndarray:
@@ -192,10 +203,27 @@ def _earlier_differences(
     The per-seed differences (variant - baseline) of the primary outcome computed from each run's evaluations up to
     the hypothesis's budget, as if the runs had ended there, on the seeds both arms have.
     """
-    early = study_up_to(data, hypothesis.budget)
-    base = dict(zip(*outcome_values(early, env, baseline, plan.primary, plan), strict=True))
-    other = dict(zip(*outcome_values(early, env, hypothesis.variant, plan.primary, plan), strict=True))
-    return np.array([other[k] - base[k] for k in sorted(base) if k in other], dtype=np.float64)
+    return _paired(
+        _values_up_to(data, env, hypothesis.budget, hypothesis.variant, plan),
+        _values_up_to(data, env, hypothesis.budget, baseline, plan),
+    )
+
+
+def _earlier_estimates(
+    data: StudyData, env: str, variants: list[str], baseline: str, plan: AnalysisPlan, seed: int
+) -> tuple[EarlierBudgetEstimates, ...]:
+    """Every arm at each budget of the plan's ``earlier_budgets``, described (:class:`EarlierBudgetEstimates`)."""
+    described = []
+    for budget in sorted({h.budget for h in plan.earlier_budgets}):
+        values = {v: _values_up_to(data, env, budget, v, plan) for v in variants}
+        estimates = {}
+        for variant in variants:
+            d = _paired(values[variant], values[baseline])
+            if variant != baseline and len(d) >= MIN_RUNS:
+                estimates[variant] = (len(d), location(d, plan.test), *paired_interval(d, plan.test, 0.05, seed))
+        means = {v: float(np.mean(list(x.values()))) for v, x in values.items() if x}
+        described.append(EarlierBudgetEstimates(budget, means, estimates))
+    return tuple(described)
 
 
 def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisPlan, reps: int, seed: int) -> EnvResult:
@@ -243,6 +271,7 @@ def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisP
         )
         comparisons = {name: c for name, c in family.items() if name not in earlier}
         earlier_results = tuple(EarlierResult(h, name, family[name]) for name, (h, _) in earlier.items())
+        earlier_estimates = _earlier_estimates(data, env, variants, baseline, plan, seed) if earlier and baseline else ()
         looks = None
         if plan.looks and key == plan.primary and baseline in stats:
             looks, comparisons = _sequential(stats, baseline, plan, margin.value, seed)
@@ -258,6 +287,7 @@ def _env_result(data: StudyData, env: str, baseline: str | None, plan: AnalysisP
                 looks,
                 min_permutation_p(base_n, n),
                 earlier=earlier_results,
+                earlier_estimates=earlier_estimates,
             )
         )
     seeds = sorted({run.seed for runs in by_variant.values() for run in runs})

@@ -38,6 +38,7 @@ from sb3_ablation.study.analyse.two_part import (
     FactorTwoPart,
     TwoArm,
     factorial_two_part,
+    rare_failure_guard,
     return_label,
     two_arm,
 )
@@ -58,7 +59,8 @@ class EnvLearning:
     :param ceiling: whether the baseline and every variant sit at the task's ceiling (``None``: no reference, or no
         finite return)
     :param labels: variant -> what an ``equivalent`` of its comparison with the baseline must carry
-        (:func:`equivalence_label`; ``None``: nothing)
+        (:func:`equivalence_label`, and under the ``partitioned`` rule, where that gives nothing,
+        :func:`~sb3_ablation.study.analyse.two_part.rare_failure_guard`; ``None``: nothing)
     :param failure_p_adjusted: variant -> the exact McNemar p of its failure rate against the baseline's, Holm over the
         task's variants (the failure family: its rate differs where this is at most the plan's alpha)
     :param rules: the rules applied
@@ -155,6 +157,12 @@ def env_learning(
                     plan.alpha, margin, plan.test, plan.equivalence_test,
                 )  # fmt: skip
     labels = {} if baseline is None else {v: equivalence_label(env, fates[v], fates[baseline], rules) for v in comparisons}
+    if plan.claim_rule == "partitioned" and baseline is not None:
+        # only new plans: the committed plans keep the rule they declared, and their reports stay as they were
+        base_mean, share = _mean_return(fates[baseline]), plan.alpha / max(1, len(comparisons))
+        for variant, label in labels.items():
+            if label is None:
+                labels[variant] = rare_failure_guard(comparisons[variant].variant, base_mean, threshold, margin, share)
     at_ceiling = ceiling(env, {variant: _mean_return(runs) for variant, runs in fates.items()}, rules)
     adjusted = holm([c.p_failure for c in comparisons.values()]) if comparisons else np.array([])
     failure_p = {variant: float(p) for variant, p in zip(comparisons, adjusted, strict=True)}

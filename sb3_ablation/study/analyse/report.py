@@ -21,6 +21,7 @@ from typing import Any
 from sb3_ablation.study.analyse.along_training import env_along_training
 from sb3_ablation.study.analyse.amendments import plan_version_verdicts
 from sb3_ablation.study.analyse.analysis import build_model, restricted
+from sb3_ablation.study.analyse.committed import committed_answers
 from sb3_ablation.study.analyse.effects import half_normal_points
 from sb3_ablation.study.analyse.engine_check import engine_check
 from sb3_ablation.study.analyse.factorial import analyse_outcome, attainable_verdicts, study_design
@@ -176,8 +177,11 @@ def analyse_study(
             if (along := env_along_training(confirmatory, e.env, baseline, plan.test, seed)) is not None
         ],
     )
-    # an amendment made after runs: the verdicts under each version of the plan, side by side
-    return dataclasses.replace(model, plan_versions=plan_version_verdicts(data, model, seed))
+    # an amendment made after runs: the verdicts under each version of the plan, side by side; where a task has too
+    # few seeds for a verdict, the committed study that answers it
+    return dataclasses.replace(
+        model, plan_versions=plan_version_verdicts(data, model, seed), committed_answers=committed_answers(model)
+    )
 
 
 __all__ = ["analyse_study", "factorial_analyses"]

@@ -6,7 +6,7 @@ A report flows one way::
 
 :func:`~sb3_ablation.study.analyse.analysis.analyse_study` computes the whole :class:`ReportModel` once;
 :mod:`~sb3_ablation.study.render` only reads it (``render/`` imports types and constants from ``analyse/``, never a
-function that computes), and :func:`~sb3_ablation.study.render.json.write_report_json` writes report.json from it, which
+function that computes), and :func:`~sb3_ablation.study.render.report_json.write_report_json` writes report.json from it, which
 the README answer and the docs' results pages read.
 
 This module holds only dataclasses (the types of the computing modules are imported for annotations only), so a
@@ -20,7 +20,7 @@ To add an analysis to the report:
    (``None``, an empty list or dict), so every other constructor call keeps working;
 3. compute it in :func:`~sb3_ablation.study.analyse.analysis.analyse_study` (or ``build_model`` for what the tuned arm
    needs too);
-4. render it in ``study/render/`` (a section in :mod:`~sb3_ablation.study.render.sections`, its part of report.json
+4. render it in ``study/render/`` (a section in :mod:`~sb3_ablation.study.render.extra_sections`, its part of report.json
    next to it), reading only the model.
 """
 
@@ -115,6 +115,24 @@ class EarlierResult:
     comparison: Comparison
 
 
+@dataclass(frozen=True)
+class EarlierBudgetEstimates:
+    """
+    Every arm at an earlier budget of the same runs (a budget of the plan's ``earlier_budgets``), described: each
+    arm's mean of the primary outcome computed from its evaluations up to that budget, and each variant's paired
+    estimate against the baseline with its two-sided 95% interval (the plan's test, not adjusted: an estimate, not a
+    verdict; the declared hypotheses at this budget have theirs in :attr:`OutcomeResult.earlier`).
+
+    :param budget: the earlier budget, in steps
+    :param means: arm -> the mean over its seeds
+    :param estimates: variant -> ``(n pairs, estimate, low, high)``
+    """
+
+    budget: int
+    means: dict[str, float]
+    estimates: dict[str, tuple[int, float, float, float]]
+
+
 @dataclass
 class OutcomeResult:
     """One outcome on one env: the family of variant-vs-baseline comparisons."""
@@ -133,6 +151,8 @@ class OutcomeResult:
     per_cell: Attainable | None = None
     # the plan's hypotheses at earlier budgets of the same runs, in this (the primary outcome's) family
     earlier: tuple[EarlierResult, ...] = ()
+    # every arm at those budgets, described (estimates with 95% intervals, no verdicts)
+    earlier_estimates: tuple[EarlierBudgetEstimates, ...] = ()
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -494,6 +514,42 @@ class PlanVersionVerdicts:
     verdicts: dict[str, dict[str, dict[str, tuple[str, float]]]]
 
 
+#: where the results pages are in the repository
+RESULTS_PAGES = "docs/results"
+
+
+@dataclass(frozen=True)
+class CommittedAnswer:
+    """
+    The committed study a task with too few seeds for a verdict points to
+    (:func:`~sb3_ablation.study.analyse.committed.committed_answer` chooses it).
+
+    :param study: the committed study's name (its folder)
+    :param env: the task
+    :param seeds: its seeds on the task
+    :param training_steps: its training steps on the task
+    :param decided: its comparisons on the task with a ``differs`` or ``equivalent``
+    :param compared: of those it compares, how many
+    """
+
+    study: str
+    env: str
+    seeds: int
+    training_steps: int | None
+    decided: int
+    compared: int
+
+    @property
+    def page(self) -> str:
+        """The study's results page in the repository."""
+        return f"{RESULTS_PAGES}/{self.study}.md"
+
+    @property
+    def report_json(self) -> str:
+        """Its ``report.json`` as the package ships it."""
+        return f"sb3_ablation/committed_studies/{self.study}/report.json"
+
+
 @dataclass
 class ReportModel:
     """
@@ -524,6 +580,8 @@ class ReportModel:
         (:class:`PlanVersionVerdicts`; empty otherwise)
     :param along_training: per env, each comparison's return difference at every evaluation step with pointwise and
         simultaneous bands (:mod:`~sb3_ablation.study.analyse.along_training`; descriptive)
+    :param committed_answers: per env with too few seeds for a verdict, the committed study that answers it
+        (:mod:`~sb3_ablation.study.analyse.committed`; an env no committed study answers is left out)
     """
 
     plan: AnalysisPlan
@@ -547,11 +605,13 @@ class ReportModel:
     provenance: Provenance | None = None
     plan_versions: list[PlanVersionVerdicts] = field(default_factory=list)
     along_training: list[EnvAlongTraining] = field(default_factory=list)
+    committed_answers: dict[str, CommittedAnswer] = field(default_factory=dict)
 
 
 __all__ = [
     "AcrossTasks",
     "Aggregate",
+    "CommittedAnswer",
     "ComponentAcrossTasks",
     "CurveEstimate",
     "EngineCheck",

@@ -122,6 +122,61 @@ def return_label(comparison: Comparison, variant: Rate, baseline: Rate) -> str |
     return None
 
 
+#: the start of the verdict of a return equivalence withheld by :func:`rare_failure_guard` (the line goes on with the
+#: numbers of seeds)
+RARE_FAILURES = "cannot tell: "
+RARE_FAILURES_TEXT = "seeds cannot rule out rare failures that would cost the margin"
+
+
+def failure_rate_upper(failed: int, n: int, level: float) -> float:
+    """
+    The exact one-sided upper confidence bound of a failure rate (Clopper-Pearson): the largest rate under which
+    ``failed`` or fewer failures in ``n`` runs have probability at least ``level``.
+
+    :param failed: failures seen
+    :param n: runs judged (0: the bound is 1)
+    :param level: one minus the bound's coverage
+    """
+    if failed >= n:
+        return 1.0
+    return float(stats.beta.ppf(1.0 - level, failed + 1, n - failed))
+
+
+def rare_failure_guard(
+    variant: Rate, baseline_mean: float, threshold: float | None, margin: float, level: float
+) -> str | None:
+    """
+    Whether an ``equivalent`` on the return may stand under the ``partitioned`` rule, from the variant's failures: at n
+    seeds a variant that fails rarely is indistinguishable from one that never fails, so a test of the mean return
+    cannot hold its level against rare failures (docs/calibration.md, "The `partitioned` rule") unless the seeds bound
+    the failure rate. The equivalence stands where the exact one-sided upper bound of the variant's failure rate
+    (:func:`failure_rate_upper` at ``level``, the comparison's share of alpha) times the least a failed run loses (the
+    baseline's mean return minus the failure threshold) is at most the margin.
+
+    :param variant: the variant's failure rate (its failures and runs judged)
+    :param baseline_mean: the baseline's mean final-window return
+    :param threshold: the return below which a run did not learn (``None``: no rule on this task, so what a failure
+        costs is unbounded and the equivalence is withheld)
+    :param margin: the equivalence margin (not finite or not positive: no equivalence claim, nothing to guard)
+    :param level: the comparison's share of alpha
+    :return: ``None`` where the equivalence stands, else the verdict the report gives in its place, in one plain line
+        (starting with :data:`RARE_FAILURES`)
+    """
+    if not (math.isfinite(margin) and margin > 0):
+        return None
+    cost = math.inf if threshold is None else baseline_mean - threshold
+    # a baseline no better than the threshold (or without returns) loses nothing measurable to a failure
+    if not cost > 0 or failure_rate_upper(variant.failed, variant.n, level) * cost <= margin:
+        return None
+    if not math.isfinite(cost):
+        return f"{RARE_FAILURES}{variant.n} {RARE_FAILURES_TEXT} (the task has no failure threshold)"
+    # the fewest seeds whose bound with no failure, 1 - level ** (1 / n), times the cost is at most the margin
+    needed = math.ceil(math.log(level) / math.log1p(-margin / cost)) if margin < cost else 1
+    while failure_rate_upper(0, needed, level) * cost > margin:  # floating-point edge of the closed form
+        needed += 1
+    return f"{RARE_FAILURES}{variant.n} {RARE_FAILURES_TEXT}; {needed} seeds without a failure would"
+
+
 def strata(signs: np.ndarray, factor: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """
     The strata of one factor (module docstring): per stratum, the rows of ``signs`` with the factor on and off.

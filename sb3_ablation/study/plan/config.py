@@ -279,13 +279,14 @@ def check_out_folder(out: str | os.PathLike[str]) -> None:
             raise StudyError(f"output folder {str(out)!r} is not a folder{where}; expected a folder path for --out")
 
 
-def parse_seeds(seeds: int | str | list[int] | None) -> list[int]:
+def parse_seeds(seeds: int | str | list[int] | None) -> SeedList:
     """
     ``5`` (or ``[5]``) means seeds 0..4; a list of two or more numbers, or a :class:`SeedList` of any length, is the
     seeds themselves.
 
     :param seeds: a count or a list of seeds
-    :return: the seeds, sorted
+    :return: the seeds, sorted, as a :class:`SeedList`: parsed again (a config's ``dataclasses.replace`` runs its
+        ``__post_init__``), one seed stays that seed rather than becoming a count
     :raise StudyError: a seed given twice, a negative seed, a count of 0
     """
     if seeds is None:
@@ -300,11 +301,11 @@ def parse_seeds(seeds: int | str | list[int] | None) -> list[int]:
     if len(values) == 1 and not isinstance(seeds, SeedList):
         if values[0] == 0:
             raise StudyError("--seeds 0 runs nothing; give a count >= 1 or a list of two or more seeds")
-        return list(range(values[0]))
+        return SeedList(range(values[0]))
     repeated = sorted({value for value in values if values.count(value) > 1})
     if repeated:  # a repeated seed would be the same run twice: one of them is surely a typo
         raise StudyError(f"seeds {values}: {', '.join(map(str, repeated))} given more than once; expected distinct seeds")
-    return sorted(values)
+    return SeedList(sorted(values))
 
 
 def to_jsonable(value: Any) -> Any:

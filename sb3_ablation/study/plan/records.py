@@ -1,8 +1,8 @@
 """What a study hands a run and what a run hands back: :class:`RunTask` and the run record (:class:`RunRecord`).
 
 A run record is written to ``<out>/runs/<env>/<variant>/seed_<k>.json.gz`` (see :mod:`~sb3_ablation.study.store`) in
-format :data:`RUN_FILE_FORMAT`, the one format written and read (``tools/migrate_studies.py`` converted the committed
-studies' records of earlier formats).
+format :data:`RUN_FILE_FORMAT`, the one format written and read (``tools/migrate_studies.py``, kept in the history, e.g.
+``git show e02371f:tools/migrate_studies.py``, converted the committed studies' records of earlier formats).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ import numpy as np
 from sb3_ablation.study.analyse.along_training import AHEAD, ALONG_ALPHA, BEHIND
 from sb3_ablation.study.render.figures import save_figure, wrapped_title
 from sb3_ablation.study.render.format import fmt, fmt_p
-from sb3_ablation.study.render.json import number
-from sb3_ablation.study.render.section import Section
+from sb3_ablation.study.render.json_parts import number
+from sb3_ablation.study.render.section_type import Section
 from sb3_ablation.study.store.runs import safe_name
 
 if TYPE_CHECKING:

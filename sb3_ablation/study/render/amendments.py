@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.learning_region import AVERAGED_OVER_FLOOR
 from sb3_ablation.study.render.labels import DESCRIPTIVE, labels_of, qualified_verdict
-from sb3_ablation.study.render.section import Section
+from sb3_ablation.study.render.section_type import Section
 from sb3_ablation.study.render.summaries import learning_of
 
 if TYPE_CHECKING:

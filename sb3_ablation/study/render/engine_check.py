@@ -11,7 +11,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.study.analyse.engine_check import MIN_SEEDS_PER_ENGINE
-from sb3_ablation.study.render.section import Section
+from sb3_ablation.study.render.section_type import Section
 
 if TYPE_CHECKING:
     from sb3_ablation.study.analyse.report_model import EngineComparison, ReportModel

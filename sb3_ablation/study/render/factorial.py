@@ -5,7 +5,7 @@ half-normal plot, interaction plots of the strongest pairs, which components nee
 smallest sufficient set, confirmed only by its cell's equivalence test against full TD3.
 
 The section's part of report.json (``sections["<env>: factorial analysis"]``): ``design``, ``resolution``;
-``learning`` (:func:`learning_json`: ``seeds``, ``region`` {``rule``, ``level``, ``enabling``, ``whole_design``,
+``learning`` (:func:`factorial_learning_json`: ``seeds``, ``region`` {``rule``, ``level``, ``enabling``, ``whole_design``,
 ``cells``, ``n_cells``, ``design_cells``, ``steps``}, ``conditional_seeds``, ``ceiling``, ``factors`` {component:
 ``failure_on``, ``failure_off`` ({``failed``, ``n``, ``rate``, ``ci``}), ``failure_p``, ``failure_p_adjusted``,
 ``failure_odds_ratio``, ``failure_strata``, ``failure_verdict``, ``learned_return``, ``in_region`` (the same within the
@@ -32,10 +32,10 @@ from sb3_ablation.study.analyse.paired_tests import ESTIMATE_NAMES, TEST_NAMES
 from sb3_ablation.study.plan.variants import canonical_name
 from sb3_ablation.study.render.figures import OKABE_ITO, save_figure
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
-from sb3_ablation.study.render.json import comparison_json, number
+from sb3_ablation.study.render.json_parts import comparison_json, number
 from sb3_ablation.study.render.labels import DESCRIPTIVE, qualified_verdict
 from sb3_ablation.study.render.learning import ceiling_json
-from sb3_ablation.study.render.section import Section
+from sb3_ablation.study.render.section_type import Section
 from sb3_ablation.study.render.tables import verdict_cell
 from sb3_ablation.study.store.runs import safe_name
 
@@ -303,7 +303,7 @@ def _main_label(learning: FactorialLearning) -> str:
     return "averaged over floor cells"
 
 
-def learning_json(learning: FactorialLearning, main: dict[str, Comparison] | None, estimate: str) -> dict[str, Any]:
+def factorial_learning_json(learning: FactorialLearning, main: dict[str, Comparison] | None, estimate: str) -> dict[str, Any]:
     """The learning region and the effects where TD3 learns: the factorial section's ``learning`` part of report.json
     (its keys: the module docstring)."""
     region, design = learning.region, learning.design
@@ -357,7 +357,7 @@ def learning_json(learning: FactorialLearning, main: dict[str, Comparison] | Non
     }
 
 
-def learning_lines(
+def factorial_learning_lines(
     learning: FactorialLearning, main: dict[str, Comparison] | None, estimate: str, outcome_name: str
 ) -> list[str]:
     """The markdown of where TD3 learns: the region and its rule, failure rates per component, the conditional
@@ -507,8 +507,8 @@ def factorial_sections(model: ReportModel) -> list[Section]:
         primary_main = primary_outcome.result.main if primary_outcome and primary_outcome.result else None
         if analysis.learning is not None:
             primary_name = next(o.outcome.name for o in env_result.outcomes if o.outcome.key == plan.primary)
-            lines += learning_lines(analysis.learning, primary_main, estimate, primary_name)
-            json["learning"] = learning_json(analysis.learning, primary_main, estimate)
+            lines += factorial_learning_lines(analysis.learning, primary_main, estimate, primary_name)
+            json["learning"] = factorial_learning_json(analysis.learning, primary_main, estimate)
         per_cell = {o.key: o.per_cell for o in analysis.outcomes if o.per_cell is not None}
         if per_cell:
             lines += _per_cell_lines(per_cell, env_result, model.baseline)

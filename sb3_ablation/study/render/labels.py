@@ -5,6 +5,9 @@
   :data:`CANNOT_TELL_FLOOR`; one where both arms sit at the task's ceiling is true by construction (the margin and the
   ceiling tolerance are of one size): it reads :data:`CANNOT_TELL_CEILING`
   (:func:`~sb3_ablation.study.analyse.learning.equivalence_label`).
+- Under the ``partitioned`` rule, one whose seeds cannot rule out rare failures of the variant that would cost the
+  margin is withheld with its reason in one line (``cannot tell: 10 seeds cannot rule out ...``,
+  :func:`~sb3_ablation.study.analyse.two_part.rare_failure_guard`).
 - One where an arm has failures the return test cannot see is withheld (``unresolved (failures in an arm)``), and so
   is a factorial effect's averaged over floor cells (``unresolved (averaged over floor cells)``,
   :func:`~sb3_ablation.study.analyse.learning_region.floor_label`); a ``differs`` averaged over floor cells keeps its
@@ -14,7 +17,7 @@
 
 Only a plain ``differs`` or ``equivalent`` is printed in bold (:func:`~sb3_ablation.study.render.tables.verdict_cell`).
 In report.json ``verdict`` is the verdict as shown, ``test_verdict`` the test's own result and ``label`` what changed it
-(:func:`~sb3_ablation.study.render.json.verdict_json`)."""
+(:func:`~sb3_ablation.study.render.json_parts.verdict_json`)."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING
 from sb3_ablation.study.analyse.budget import AT_CEILING
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT
 from sb3_ablation.study.analyse.learning_region import AT_FLOOR, AVERAGED_OVER_FLOOR
-from sb3_ablation.study.analyse.two_part import FAILURES_IN_AN_ARM
+from sb3_ablation.study.analyse.two_part import FAILURES_IN_AN_ARM, RARE_FAILURES
 
 if TYPE_CHECKING:
     from sb3_ablation.study.analyse.learning import EnvLearning
@@ -58,7 +61,14 @@ def qualified_verdict(verdict: str, label: str | None) -> str:
         return CANNOT_TELL_FLOOR
     if label == AT_CEILING:
         return CANNOT_TELL_CEILING
+    if is_rare_failures(label):
+        return label
     return f"{verdict} ({plain_label(label)})"
+
+
+def is_rare_failures(label: str | None) -> bool:
+    """Whether a label is the line of :func:`~sb3_ablation.study.analyse.two_part.rare_failure_guard`."""
+    return label is not None and label.startswith(RARE_FAILURES)
 
 
 def plain_label(label: str) -> str:
@@ -87,8 +97,9 @@ def labels_of(learning: EnvLearning | None, is_return: bool = True) -> dict[str,
 
 
 def shown_label(label: str | None, is_return: bool = True) -> str | None:
-    """A comparison's label as its outcome takes it: ``at ceiling`` only for an outcome in return units."""
-    return None if label == AT_CEILING and not is_return else label
+    """A comparison's label as its outcome takes it: ``at ceiling`` and the rare failures' guard (what failures would
+    cost, in return units) only for an outcome in return units."""
+    return None if (label == AT_CEILING or is_rare_failures(label)) and not is_return else label
 
 
 def aggregate_labels(learnings: list[EnvLearning], variants: list[str]) -> dict[str, str | None]:
@@ -102,6 +113,10 @@ def aggregate_labels(learnings: list[EnvLearning], variants: list[str]) -> dict[
         found = {learning.env: learning.labels.get(variant) for learning in learnings}
         if FAILURES_IN_AN_ARM in found.values():
             labels[variant] = FAILURES_IN_AN_ARM
+            continue
+        rare = [label for label in found.values() if is_rare_failures(label)]
+        if rare:  # withheld on one task, withheld for the aggregate
+            labels[variant] = rare[0]
             continue
         by_label: dict[str, list[str]] = {}
         for env, label in found.items():

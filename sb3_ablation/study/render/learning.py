@@ -1,7 +1,7 @@
 """Where TD3 learns, as the report shows it: per task the failure rules and how they were set, TD3's progress at the
 study's budget, the ceiling flag, and each variant against the baseline in two parts (how often its runs failed, and
 the return among the runs that learned), from :class:`~sb3_ablation.study.analyse.learning.EnvLearning` alone
-(:func:`learning_lines` for ``report.md``, :func:`learning_json` for ``report.json``).
+(:func:`task_learning_lines` for ``report.md``, :func:`task_learning_json` for ``report.json``).
 
 How every verdict is labelled: :mod:`~sb3_ablation.study.render.labels`.
 """
@@ -18,8 +18,8 @@ from sb3_ablation.study.analyse.paired_tests import ESTIMATE_NAMES
 from sb3_ablation.study.analyse.two_part import FAILURES_IN_AN_ARM
 from sb3_ablation.study.plan.learning_rules import paper_reference, random_return
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
-from sb3_ablation.study.render.json import number
-from sb3_ablation.study.render.labels import DESCRIPTIVE
+from sb3_ablation.study.render.json_parts import number
+from sb3_ablation.study.render.labels import DESCRIPTIVE, is_rare_failures
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -38,6 +38,13 @@ REGIMES = {
     AT_CEILING: "both arms at the task's ceiling",
     None: "no failed run; not at the ceiling",
 }
+#: the regime of a pair whose equivalence the ``partitioned`` rule's failure guard withholds
+RARE_REGIME = "no failed run, but too few seeds to rule out rare failures"
+
+
+def _regime(label: str | None) -> str:
+    """The regime of the two arms a comparison's label names."""
+    return RARE_REGIME if is_rare_failures(label) else REGIMES.get(label, REGIMES[None])
 
 
 def estimate_name(test: str) -> str:
@@ -119,7 +126,7 @@ def ceiling_json(found: Ceiling | None) -> dict[str, Any] | None:
     }
 
 
-def learning_json(learning: EnvLearning, baseline: str | None, alpha: float, test: str) -> dict[str, Any]:
+def task_learning_json(learning: EnvLearning, baseline: str | None, alpha: float, test: str) -> dict[str, Any]:
     """
     A task's ``learning`` entry of ``report.json``.
 
@@ -196,7 +203,7 @@ def _ceiling_sentence(found: Ceiling | None, fraction: float) -> str:
     )
 
 
-def learning_lines(learning: EnvLearning, baseline: str | None, alpha: float, test: str) -> list[str]:
+def task_learning_lines(learning: EnvLearning, baseline: str | None, alpha: float, test: str) -> list[str]:
     """
     A task's "Where TD3 learns" block of ``report.md``: the rules, TD3's budget progress, the ceiling and the table of
     each variant in two parts.
@@ -265,13 +272,22 @@ def learning_lines(learning: EnvLearning, baseline: str | None, alpha: float, te
             f"| {variant} | {counts['runs']} | {_count_cell(counts['did_not_learn'], counts['runs'] or 0)} | "
             f"{counts['critic_diverged']}/{counts['critics_judged']} | {100 * (arm.variant.rate - arm.baseline.rate):+.0f} "
             f"pp | {fmt_p(arm.p_failure)} ({fmt_p(p_adjusted)}) | {failure_verdict(p_adjusted, alpha)} | {learned_cells} | "
-            f"{REGIMES.get(learning.labels.get(variant), REGIMES[None])} |"
+            f"{_regime(learning.labels.get(variant))} |"
         )
+    rare = any(is_rare_failures(label) for label in learning.labels.values())
     lines += [
         "",
         "Regime of the two arms: what a verdict on their return must carry (`cannot tell: neither arm learns` where no "
         "run of either arm learned; `unresolved (failures in an arm)` where an arm has failed runs, which a test of the "
-        "return cannot see as such; `cannot tell: both arms solve the task at this budget` at the task's ceiling).",
+        "return cannot see as such; `cannot tell: both arms solve the task at this budget` at the task's ceiling"
+        + (
+            "; under the plan's `partitioned` rule, `cannot tell: N seeds cannot rule out rare failures that would cost "
+            "the margin` where the variant's seeds cannot bound its failure rate low enough: the exact one-sided upper "
+            "bound at the comparison's share of alpha, times the baseline's mean return minus the failure threshold, "
+            "is above the margin)."
+            if rare
+            else ")."
+        ),
         "",
     ]
     return lines

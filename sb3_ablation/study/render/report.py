@@ -14,13 +14,14 @@ group-sequential looks of :mod:`~sb3_ablation.study.analyse.sequential` where th
 stratified-bootstrap CIs (rliable) are effect sizes, not corrected for multiple comparisons. With fewer than
 :data:`~sb3_ablation.study.analyse.statistics.MIN_RUNS` seed pairs there is no test: the tables show per-seed values and
 differences and say why. Failures, margins in three units, the task-level meta-analysis across envs and the extra
-sections (factorial, engines, tuning: :mod:`~sb3_ablation.study.render.sections`) come from the report model; the
+sections (factorial, engines, tuning: :mod:`~sb3_ablation.study.render.extra_sections`) come from the report model; the
 runs' status, software, warnings and failures from :mod:`~sb3_ablation.study.render.status`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +33,9 @@ from sb3_ablation.study.analyse.figure_data import MAX_CURVES
 from sb3_ablation.study.analyse.results import DIAGNOSTICS
 from sb3_ablation.study.analyse.statistics import DEFAULT_REPS, DEFAULT_SEED, MIN_RUNS
 from sb3_ablation.study.render.across import across_section
-from sb3_ablation.study.render.committed import answer_for
+from sb3_ablation.study.render.committed import answer_sentence
 from sb3_ablation.study.render.exports import EVALUATIONS_CSV, write_evaluations_csv
+from sb3_ablation.study.render.extra_sections import extra_sections
 from sb3_ablation.study.render.figures import (
     Panel,
     curve_band,
@@ -45,10 +47,9 @@ from sb3_ablation.study.render.figures import (
     profile_band,
 )
 from sb3_ablation.study.render.labels import CANNOT_TELL_CEILING, CANNOT_TELL_FLOOR, aggregate_labels, labels_of
-from sb3_ablation.study.render.learning import learning_lines
+from sb3_ablation.study.render.learning import task_learning_lines
 from sb3_ablation.study.render.plan import plan_banner, plan_section
 from sb3_ablation.study.render.report_json import write_report_json
-from sb3_ablation.study.render.sections import extra_sections
 from sb3_ablation.study.render.sequential import looks_lines
 from sb3_ablation.study.render.status import (
     MADE_WITH,
@@ -143,12 +144,12 @@ def _env_section(model: ReportModel, data: StudyData, e: EnvResult, colors: dict
         return [*lines, "No finished runs.", ""]
     if min(s.n_runs for s in primary.stats.values()) < MIN_RUNS:
         lines += [too_few_runs_note(primary, baseline), ""]
-    answer = answer_for(model, e)
+    answer = model.committed_answers.get(e.env)
     if answer is not None:
-        lines += [f"**Too few seeds here for a verdict.** {answer.sentence()}", ""]
+        lines += [f"**Too few seeds here for a verdict.** {answer_sentence(answer)}", ""]
     learning = learning_of(model, env)
     if learning is not None:
-        lines += learning_lines(learning, baseline, plan.alpha, plan.test)
+        lines += task_learning_lines(learning, baseline, plan.alpha, plan.test)
         lines += ["### Tables and figures", ""]
     for result in e.outcomes:
         tag = "primary" if result.primary else "secondary, descriptive: estimates, no verdict"
@@ -205,20 +206,75 @@ def _profile_figure(
 
 
 def verdicts_paragraph(model: ReportModel) -> str:
-    """What the verdicts mean and the error control they hold to (the Method section's, not the findings')."""
+    """
+    What the verdicts mean and the error control they hold to (the Method section's, not the findings'): only the
+    verdicts the plan's claims rule can give (a plan with ``claims: differs`` makes no equivalence claims).
+    """
+    unresolved = (
+        "which is not evidence that the component does nothing (its minimum detectable effect says what these seeds "
+        "could have seen)"
+    )
+    descriptive = (
+        "Only the primary outcome's comparisons are verdicts: a secondary outcome, a family of one or an interval not "
+        "adjusted for the family is descriptive, an estimate with its interval."
+    )
+    if model.plan.claim_rule == "differs":
+        return (
+            f"**differs** = the plan's paired test rejects no difference; unresolved = it does not, {unresolved}; "
+            "the plan makes no equivalence claims. A factorial effect's `differs` averaged over cells where nothing "
+            f"learns says so (`differs (averaged over floor cells)`). {descriptive} {model.guarantee}"
+        )
+    if model.plan.claim_rule == "partitioned":
+        rare = (
+            "An `equivalent` of a variant with the baseline is given only where its seeds bound what rare failures "
+            "could cost: the exact one-sided upper bound of the variant's failure rate, at the comparison's share of "
+            "alpha, times what a failed run loses at least (the baseline's mean return minus the failure threshold) is "
+            "at most the margin; elsewhere it reads `cannot tell: N seeds cannot rule out rare failures that would cost "
+            "the margin` with the seeds that would (the package's calibration, docs/calibration.md: a variant that "
+            "fails on a few seeds often has no failure in a 10-seed sample)."
+        )
+    else:
+        rare = (
+            "No equivalence test keeps a false `equivalent` at alpha when a variant fails on only a few seeds (the "
+            "package's calibration, docs/calibration.md: such failures are often absent from a 10-seed sample): an "
+            "`equivalent` does not exclude rare failures."
+        )
     return (
         "**differs** = the plan's paired test rejects no difference; **equivalent** = two one-sided tests place the "
-        "difference within the margin; unresolved = neither, which is not evidence that the component does nothing "
-        "(its minimum detectable effect says what these seeds could have seen). Where both arms sit at the task's "
+        f"difference within the margin; unresolved = neither, {unresolved}. Where both arms sit at the task's "
         f"ceiling an equivalence is true by construction and reads `{CANNOT_TELL_CEILING}`; where no run of either arm "
         f"learned it reads `{CANNOT_TELL_FLOOR}`; one where an arm has failed runs is withheld (`unresolved (failures "
         "in an arm)`; each task's 'Where TD3 learns' says why), and so is a factorial effect's averaged over cells "
-        "where nothing learns, whose `differs` says so (`differs (averaged over floor cells)`). Only the primary "
-        "outcome's comparisons are verdicts: a secondary outcome, a family of one or an interval not adjusted for the "
-        "family is descriptive, an estimate with its interval. No equivalence test keeps a false `equivalent` at alpha "
-        "when a variant fails on only a few seeds (the package's calibration, docs/calibration.md: such failures are "
-        f"often absent from a 10-seed sample): an `equivalent` does not exclude rare failures. {model.guarantee}"
+        "where nothing learns, whose `differs` says so (`differs (averaged over floor cells)`). "
+        f"{descriptive} {rare} {model.guarantee}"
     )
+
+
+#: the terms the student glossary (docs/glossary.md) explains, as a report writes them
+GLOSSARY_TERMS = (
+    "family", "Wilcoxon", "HL", "MDE", "IQM", "McNemar", "look", "Pocock", "final window", "learning region",
+    "half fraction", "aliased",
+)  # fmt: skip
+
+
+def glossary_line(text: str, out: Path) -> list[str]:
+    """
+    One line naming the glossary's terms a report uses, with a link to the glossary: relative where the report is a
+    committed study's (``docs/studies/<name>/report.md``, next to the docs), else the page's path in the package's
+    repository (as the report names its other docs pages); none where the report uses no such term.
+
+    :param text: the report's text
+    :param out: its folder
+    """
+    # acronyms as written (HL, not "hl"); the other terms in any case (a plan writes "pocock", a sentence "Family")
+    used = [
+        term for term in GLOSSARY_TERMS if re.search(rf"\b{re.escape(term)}", text, 0 if term.isupper() else re.IGNORECASE)
+    ]
+    if not used:
+        return []
+    docs = out.resolve().parent.parent
+    where = "[glossary](../../glossary.md)" if (docs / "glossary.md").is_file() else "glossary (docs/glossary.md)"
+    return [f"Terms used here ({', '.join(used)}) are explained in plain words in the student {where}.", ""]
 
 
 def _banner_texts(lines: list[str]) -> list[str]:
@@ -297,6 +353,7 @@ def render_report(model: ReportModel, out: str | os.PathLike) -> Path:
             draw(figures / name)
         lines += [f"## {section.title}", "", *section.lines, ""]
     method = ["## Study", "", study, "", "## Verdicts and error control", "", verdicts_paragraph(model), ""]
+    method += glossary_line("\n".join(lines + method), out)
     if warnings:
         method += ["## Where the records come from", "", *[f"- {text}" for text in warnings], ""]
     method += list(plan_section(model, data))

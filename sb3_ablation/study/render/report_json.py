@@ -1,7 +1,7 @@
 """``report.json``: the report model as plain JSON, every number the markdown shows and more, written by one function,
-:func:`write_report_json`, from the model alone. The README's answer and the docs' results pages (``tools/``) read
+:func:`write_report_json`, from the model alone. The README's answer and the docs' results pages (``docs/generate/``) read
 this file, never the study's records. A new field of the report model gets its key here (or in its section's
-renderer, :mod:`~sb3_ablation.study.render.sections`)."""
+renderer, :mod:`~sb3_ablation.study.render.extra_sections`)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.common.io import write_json_atomic
 from sb3_ablation.study.render.along_training import along_training_json
-from sb3_ablation.study.render.committed import answer_for
-from sb3_ablation.study.render.json import comparison_json, env_json, number
+from sb3_ablation.study.render.committed import answer_sentence
+from sb3_ablation.study.render.extra_sections import extra_sections
+from sb3_ablation.study.render.json_parts import comparison_json, env_json, number
 from sb3_ablation.study.render.labels import aggregate_labels, labels_of, qualified_verdict
-from sb3_ablation.study.render.learning import learning_json
+from sb3_ablation.study.render.learning import task_learning_json
 from sb3_ablation.study.render.plan import plan_provenance_json
-from sb3_ablation.study.render.sections import extra_sections
 from sb3_ablation.study.render.summaries import learning_of, summary_across_tasks, summary_per_task
 
 if TYPE_CHECKING:
@@ -27,10 +27,12 @@ def _env(model: ReportModel, e: EnvResult) -> dict[str, Any]:
     """An env of the report with its labels, where TD3 learns (``learning``) and the committed answer it points to
     (``committed_answer``, null where it has seeds enough for a verdict, or none answers it)."""
     learning = learning_of(model, e.env)
-    answer = answer_for(model, e)
+    answer = model.committed_answers.get(e.env)
     extra = {
         "along_training": along_training_json(model, e.env),
-        "learning": None if learning is None else learning_json(learning, model.baseline, model.plan.alpha, model.plan.test),
+        "learning": None
+        if learning is None
+        else task_learning_json(learning, model.baseline, model.plan.alpha, model.plan.test),
         "committed_answer": None
         if answer is None
         else {
@@ -39,7 +41,7 @@ def _env(model: ReportModel, e: EnvResult) -> dict[str, Any]:
             "report_json": answer.report_json,
             "seeds": answer.seeds,
             "training_steps": answer.training_steps,
-            "sentence": answer.sentence(),
+            "sentence": answer_sentence(answer),
         },
     }
     return env_json(e, model.baseline, labels_of(learning), extra)
@@ -53,12 +55,12 @@ def model_json(model: ReportModel) -> dict:
 
     - every comparison (``outcomes.<outcome>.variants.<variant>``, and the aggregate's, a factorial's effects, the
       sequential decisions, the plan versions' tables) has ``verdict``, the verdict as the report shows it, and
-      ``test_verdict``, the test's own result: :func:`~sb3_ablation.study.render.json.verdict_json` defines these keys
+      ``test_verdict``, the test's own result: :func:`~sb3_ablation.study.render.json_parts.verdict_json` defines these keys
       and ``label``, ``descriptive``, ``qualified_verdict`` (a secondary outcome's and a replication's comparisons
       are ``descriptive``);
     - ``failures.rules``: which definition counted the failures (``learning``: the rules of ``learning``, the one the
       report uses wherever it applies them; ``plan``: the plan's failure outcome);
-    - ``learning``: where TD3 learns (:func:`~sb3_ablation.study.render.learning.learning_json`): the failure rules,
+    - ``learning``: where TD3 learns (:func:`~sb3_ablation.study.render.learning.task_learning_json`): the failure rules,
       TD3's budget progress, the ceiling, and per variant its failures against the baseline's and its return among
       the runs that learned;
     - ``committed_answer``: the committed study a task with too few seeds for a verdict points to

@@ -10,7 +10,7 @@ from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.inference import DIFFERS, EQUIVALENT, UNRESOLVED
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
 from sb3_ablation.study.analyse.statistics import MIN_RUNS
-from sb3_ablation.study.render.committed import answer_for
+from sb3_ablation.study.render.committed import answer_sentence
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
 from sb3_ablation.study.render.labels import (
     CANNOT_TELL_CEILING,
@@ -25,7 +25,7 @@ from sb3_ablation.study.render.tables import margin_text
 if TYPE_CHECKING:
     from sb3_ablation.study.analyse.inference import Comparison
     from sb3_ablation.study.analyse.learning import EnvLearning
-    from sb3_ablation.study.analyse.report_model import EarlierResult, EnvResult, ReportModel
+    from sb3_ablation.study.analyse.report_model import EarlierBudgetEstimates, EarlierResult, EnvResult, ReportModel
 
 #: what a verdict shown with a label or regime means, before its comparisons
 LABEL_MEANINGS = {
@@ -145,6 +145,24 @@ def earlier_line(result: EarlierResult, digits: int = 1) -> str:
     )
 
 
+def earlier_estimates_line(described: EarlierBudgetEstimates, baseline: str | None, digits: int = 1) -> str:
+    """
+    Every arm at an earlier budget, described: ``At 300,000 steps on the same runs (descriptive: ...): td3 1,042.0;
+    no_delayed_policy_update 1,799.0, +757.0 [241.1, 1,277.7] against td3; ...``.
+    """
+    arms = []
+    for arm, mean in described.means.items():
+        text = f"{arm} {fmt(mean, digits)}"
+        if arm in described.estimates:
+            n, estimate, low, high = described.estimates[arm]
+            text += f", {fmt(estimate, digits)} {fmt_ci((low, high), digits)} against {baseline} (n = {n})"
+        arms.append(text)
+    return (
+        f"At {described.budget:,} steps on the same runs (descriptive: each arm's mean of the primary outcome from its "
+        f"evaluations up to then; paired estimates with 95% intervals, not adjusted, no verdict): {'; '.join(arms)}."
+    )
+
+
 def regime_line(learning: EnvLearning, baseline: str | None) -> str | None:
     """
     What the baseline's own runs did, the first thing a task's findings say: how many of them learned (by the rules
@@ -196,9 +214,10 @@ def _env_summary(model: ReportModel, e: EnvResult, replication: bool = False) ->
         labels = labels_of(learning, primary.outcome.is_return)
         lines += [f"  - {line}" for line in verdict_lines(primary.comparisons, labels=labels)]
         lines += [f"  - At an earlier budget of the same runs: {earlier_line(result)}." for result in primary.earlier]
-    answer = None if replication else answer_for(model, e)
+        lines += [f"  - {earlier_estimates_line(e, model.baseline)}" for e in primary.earlier_estimates]
+    answer = None if replication else model.committed_answers.get(e.env)
     if answer is not None:
-        lines.append(f"  - Too few seeds here for a verdict. {answer.sentence()}")
+        lines.append(f"  - Too few seeds here for a verdict. {answer_sentence(answer)}")
     if learning is not None:  # by the rules of 'Where TD3 learns', the ones the labels use
         counts = {v: (sum(f.failed for f in runs.values()), len(runs)) for v, runs in learning.fates.items()}
         failed = [f"{v} {k}/{n}" for v, (k, n) in counts.items() if k]

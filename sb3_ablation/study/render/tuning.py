@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from sb3_ablation.study.analyse.inference import EQUIVALENT
 from sb3_ablation.study.render.format import fmt, fmt_ci, fmt_p
-from sb3_ablation.study.render.json import number, verdict_json
+from sb3_ablation.study.render.json_parts import number, verdict_json
 from sb3_ablation.study.render.labels import shown_label
-from sb3_ablation.study.render.section import Section
+from sb3_ablation.study.render.section_type import Section
 from sb3_ablation.study.render.tables import verdict_cell
 
 if TYPE_CHECKING:

@@ -57,7 +57,8 @@ def open_manifest(config: StudyConfig, resolved_hyperparams: ResolvedHyperparams
     :raises StudyError: the folder holds a study made with different run settings
     """
     path = Path(config.out) / MANIFEST_NAME
-    # the record format too: a folder holds runs of one format (tools/migrate_studies.py converted earlier ones)
+    # the record format too: a folder holds runs of one format (tools/migrate_studies.py, now in git history, converted
+    # earlier ones)
     settings = {**config.run_settings(), "run_format": RUN_FILE_FORMAT}
     pinned = {"settings": settings, "hyperparams": to_jsonable(resolved_hyperparams)}
     manifest = None
@@ -181,7 +182,8 @@ def _check_plan(manifest: dict[str, Any], config: StudyConfig) -> None:
         original = (manifest.get("amendments") or [{}])[0].get("previous", manifest["analysis"])
         declared["digest"] = plan_digest(manifest["design"], original)
         declared["digest_added"] = timestamp()
-        # amendments recorded without one (tools/migrate_plan_history.py) get theirs, so new records carry the digest
+        # amendments recorded without one (tools/migrate_plan_history.py, now in git history) get theirs, so new records
+        # carry the digest
         for amendment in manifest.get("amendments") or []:
             if amendment.get("digest") is None:
                 amendment["digest"] = plan_digest(manifest["design"], amendment["analysis"])

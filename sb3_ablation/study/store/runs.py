@@ -84,7 +84,10 @@ def _load(path: str | os.PathLike[str]) -> dict[str, Any] | str:
     if not isinstance(record, dict):
         return "not a run record"
     if record.get("format") != RUN_FILE_FORMAT:
-        return f"record format {record.get('format')!r}, not {RUN_FILE_FORMAT}: tools/migrate_studies.py converts it"
+        return (
+            f"record format {record.get('format')!r}, not {RUN_FILE_FORMAT}: tools/migrate_studies.py of the repository's "
+            "history converts it (git show e02371f:tools/migrate_studies.py)"
+        )
     return record
 
 

@@ -21,8 +21,8 @@ from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.preprocessing import get_action_dim
 
+from sb3_ablation.bench.models import ENV_ID, baseline_of, build_model, fill_replay_buffer, speed_mode_description
 from sb3_ablation.common.mixed_precision import bfloat16_speedup, cpu_has_bfloat16_instructions
-from sb3_ablation.throughput.models import ENV_ID, baseline_of, build_model, fill_replay_buffer, speed_mode_description
 
 # Matrix-multiply kernels as the CPU profiler names them: nn.Linear runs aten::addmm forward and aten::mm backward;
 # oneDNN-fused linear layers (torch.compile on CPU) show up as mkldnn::_linear_pointwise.
@@ -202,7 +202,7 @@ def bench_gradient_steps(
     """
     Gradient steps per second (and the matrix-multiply share) of every model at one architecture.
 
-    :param options: the benchmark's resolved options (see ``sb3_ablation.throughput.cli``)
+    :param options: the benchmark's resolved options (see ``sb3_ablation.bench.cli``)
     :param net_arch: hidden layer sizes
     :param transitions: the replay buffer content every model trains on
     :param progress: receives one line per finished repeat
@@ -249,7 +249,7 @@ def bench_learn(options: argparse.Namespace, net_arch: list[int], progress: Call
     Environment steps per second of whole ``learn()`` runs (a fresh model per run, built outside the timed call),
     and where the time of a step went: each model's last run is timed by phase.
 
-    :param options: the benchmark's resolved options (see ``sb3_ablation.throughput.cli``)
+    :param options: the benchmark's resolved options (see ``sb3_ablation.bench.cli``)
     :param net_arch: hidden layer sizes
     :param progress: receives one line per finished repeat
     :return: one summary row per model, with ``phases_ms``: milliseconds per environment step by phase

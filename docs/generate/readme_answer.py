@@ -18,8 +18,8 @@ Fields read from report.json (all by key; a field that is missing prints nothing
 ``two_arm``); ``replication``; ``sections`` (the factorial analysis with its ``learning`` where present, the tuned
 study's comparisons).
 
-    python tools/readme_answer.py          # rewrite the block
-    python tools/readme_answer.py --check  # compare only
+    python -m docs.generate.readme_answer          # rewrite the block
+    python -m docs.generate.readme_answer --check  # compare only
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from report_fields import dig, emphasised, estimate_name, number, plan_phrase, shown_verdict, test_verdict
 
+from docs.generate.report_fields import dig, emphasised, estimate_name, number, plan_phrase, shown_verdict, test_verdict
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.learning_region import AT_FLOOR
 from sb3_ablation.study.analyse.paired_tests import TEST_NAMES
@@ -41,10 +41,10 @@ from sb3_ablation.study.plan.learning_rules import LearningRules, paper_referenc
 from sb3_ablation.study.render.labels import qualified_verdict
 from sb3_ablation.switches import SWITCHES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STUDIES = ROOT / "docs" / "studies"
 START, END = "<!-- answer:start -->", "<!-- answer:end -->"
-TABLE2 = ROOT / "tools" / "td3_paper_table2.yml"
+TABLE2 = Path(__file__).with_name("td3_paper_table2.yml")
 PRIMARY = "final_window"
 SECONDARY = {"last": "last evaluation", "auc": "area under the curve", "overestimation": "overestimation"}
 RETURN_OUTCOMES = ("final_window", "last", "auc")  # outcomes on the return scale, whose direction the primary shares
@@ -74,7 +74,7 @@ class Condition:
     :param env: the task
     :param settings: the hyperparameters, in words
     :param sources: the studies that measure TD3 minus each component in this condition (replicates of each other)
-    :param paper_task: the TD3 paper's task name in tools/td3_paper_table2.yml where its rows go beside ("": none)
+    :param paper_task: the TD3 paper's task name in docs/generate/td3_paper_table2.yml where its rows go beside ("": none)
     """
 
     env: str
@@ -122,7 +122,7 @@ CONDITIONS = (
 )
 FACTORIALS = (("pendulum-2x6", "Pendulum-v1"), ("hopper-half-fraction", "Hopper-v5"))
 TUNED = ("pendulum-tuned", "Pendulum-v1", "Removed with TD3's hyperparameters, and with its own")
-# the TD3 paper's question where TD3 learns: (folder, env, the paper's task name in tools/td3_paper_table2.yml)
+# the TD3 paper's question where TD3 learns: (folder, env, the paper's task name in docs/generate/td3_paper_table2.yml)
 PAPER_300K = ("hopper-paper-300k", "Hopper-v5", "Hopper")
 
 
@@ -668,23 +668,26 @@ def detail() -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare README's block with a fresh generation")
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     text = args.readme.read_text()
     if START not in text or END not in text:
         print(f"{args.readme}: no {START} ... {END} markers", file=sys.stderr)
         return 1
     before, rest = text.split(START, 1)
     _, after = rest.split(END, 1)
-    import plain_answer  # the README's block is the plain answer, which reads this module's conditions
+    from docs.generate import plain_answer  # the README's block is the plain answer, which reads this module's conditions
 
     new = f"{before}{START}\n{plain_answer.readme_block()}{END}{after}"
     if args.check:
         if new != text:
-            print(f"{args.readme}: the answer block is not the one the committed reports give; run tools/readme_answer.py")
+            print(
+                f"{args.readme}: the answer block is not the one the committed reports give; "
+                "run `python -m docs.generate.readme_answer`"
+            )
             return 1
         return 0
     args.readme.write_text(new)

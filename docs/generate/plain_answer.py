@@ -9,8 +9,8 @@ generated pages share. Nothing here computes a statistic of returns: estimates, 
 effects are the reports' (a group-sequential design's MDE is taken at its last boundary, from the report's
 per-seed differences and boundaries, with the package's own functions).
 
-    python tools/plain_answer.py            # write the figures into docs/results/figures/
-    python tools/plain_answer.py --check    # compare the committed figures with fresh ones
+    python -m docs.generate.plain_answer            # write the figures into docs/results/figures/
+    python -m docs.generate.plain_answer --check    # compare the committed figures with fresh ones
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import readme_answer
 import yaml
-from readme_answer import (
+
+from docs.generate import paper_budgets, readme_answer
+from docs.generate.readme_answer import (
     CONDITIONS,
     PRIMARY,
     ROOT,
@@ -40,8 +41,7 @@ from readme_answer import (
     steps_text,
     the_answer,
 )
-from report_fields import BOTH_SOLVE, NEITHER_LEARNS, dig, emphasised, estimate_name, number, shown_verdict
-
+from docs.generate.report_fields import BOTH_SOLVE, NEITHER_LEARNS, dig, emphasised, estimate_name, number, shown_verdict
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.inference import minimum_detectable_effect
 from sb3_ablation.study.analyse.sequential import nominal_alpha
@@ -422,6 +422,7 @@ def readme_block(link: Callable[[str], str] = lambda page: f"docs/results/{page}
         "",
         LEGEND,
         *task_paragraphs(conditions, by_condition, resumed_count=True),
+        *paper_budgets.readme_lines(readme_answer.STUDIES),
         "",
         f"Per component, a sentence with its interval; per condition, a figure; the tables behind them; each study's "
         f"report; the TD3 paper's Table 2 (1M steps, [400, 300] networks: a verdict unlike the paper's is a finding at "
@@ -464,10 +465,10 @@ def write_figures(folder: Path = FIGURES) -> list[Path]:
     return [write_figure(c, by_condition[id(c)], folder) for c in conditions if by_condition[id(c)]]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare the committed figures with fresh ones")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not args.check:
         written = write_figures()
         print(f"{FIGURES.relative_to(ROOT)}: {len(written)} figures")
@@ -480,7 +481,7 @@ def main() -> int:
     extra = sorted({p.name for p in FIGURES.glob("answer-*.png")} - {p.name for p in fresh})
     if stale or extra:
         print(f"{FIGURES}: not what the committed reports give ({', '.join(stale + extra)}); run "
-              "`python tools/plain_answer.py`", file=sys.stderr)  # fmt: skip
+              "`python -m docs.generate.plain_answer`", file=sys.stderr)  # fmt: skip
         return 1
     return 0
 

@@ -26,11 +26,9 @@ from typing import Any
 
 import torch as th
 
-from sb3_ablation.common.arguments import OneLineArgumentParser
-from sb3_ablation.common.io import write_json_atomic
-from sb3_ablation.throughput.measure import bench_gradient_steps, bench_learn, hardware_info
-from sb3_ablation.throughput.models import ENV_ID, MODEL_NAMES, collect_random_transitions
-from sb3_ablation.throughput.tables import (
+from sb3_ablation.bench.measure import bench_gradient_steps, bench_learn, hardware_info
+from sb3_ablation.bench.models import ENV_ID, MODEL_NAMES, collect_random_transitions
+from sb3_ablation.bench.tables import (
     gradient_table,
     hardware_line,
     learn_table,
@@ -38,6 +36,8 @@ from sb3_ablation.throughput.tables import (
     speed_mode_lines,
     target_lines,
 )
+from sb3_ablation.common.arguments import OneLineArgumentParser
+from sb3_ablation.common.io import write_json_atomic
 
 DEFAULT_LEARN_MODELS = ("sb3_td3", "td3", "td3_speed")
 # (default, --quick) values of the size options

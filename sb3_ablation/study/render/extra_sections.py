@@ -13,7 +13,7 @@ from sb3_ablation.study.render.along_training import along_training_sections
 from sb3_ablation.study.render.amendments import amendment_sections
 from sb3_ablation.study.render.engine_check import engine_sections
 from sb3_ablation.study.render.factorial import factorial_sections
-from sb3_ablation.study.render.section import Section
+from sb3_ablation.study.render.section_type import Section
 from sb3_ablation.study.render.tuning import tuning_sections
 
 if TYPE_CHECKING:

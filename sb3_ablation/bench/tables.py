@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sb3_ablation.throughput.measure import LEARN_PHASES, is_matmul_op
+from sb3_ablation.bench.measure import LEARN_PHASES, is_matmul_op
 
 # Speed targets: the minimal ratio to SB3's TD3 per (measurement, model, net_arch), at batch size 256
 TARGET_RATIOS = {

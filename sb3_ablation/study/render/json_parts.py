@@ -30,7 +30,9 @@ def verdict_json(c: Comparison, label: str | None = None, descriptive: bool = Fa
     - ``verdict``: the verdict as the report shows it (:func:`~sb3_ablation.study.render.labels.qualified_verdict`):
       ``differs``, ``equivalent``, ``unresolved``, ``cannot tell: both arms solve the task at this budget``, ``cannot
       tell: neither arm learns``, ``unresolved (failures in an arm)``, ``unresolved (averaged over floor cells)``,
-      ``differs (averaged over floor cells)``, or ``descriptive`` where the number is not a verdict under the plan's
+      ``differs (averaged over floor cells)``, ``cannot tell: N seeds cannot rule out rare failures that would cost
+      the margin; M seeds without a failure would`` (the ``partitioned`` rule's failure guard, whose line is also
+      its ``label``), or ``descriptive`` where the number is not a verdict under the plan's
       error control (a secondary outcome, seeds outside the plan's): quote that one;
     - ``test_verdict``: the test's own result, before any label (``differs``, ``equivalent``, ``unresolved``);
     - ``label``: what changed it (``at floor``, ``at ceiling``, ``failures in an arm``, ``averaged over floor cells``;
@@ -149,6 +151,25 @@ def env_json(
                         ]
                     }
                     if o.earlier
+                    else {}
+                ),
+                # every arm at those budgets, described: estimates with 95% intervals, not adjusted, no verdicts
+                **(
+                    {
+                        "earlier_budget_estimates": [
+                            {
+                                "budget": e.budget,
+                                "descriptive": True,
+                                "means": {v: number(m) for v, m in e.means.items()},
+                                "estimates": {
+                                    v: {"n": n, "estimate": number(x), "ci": [number(low), number(high)]}
+                                    for v, (n, x, low, high) in e.estimates.items()
+                                },
+                            }
+                            for e in o.earlier_estimates
+                        ]
+                    }
+                    if o.earlier_estimates
                     else {}
                 ),
                 # only where the plan declares looks: reports of fixed designs keep their shape
