@@ -6,7 +6,7 @@ from sb3_ablation.cli.study import study_main
 from sb3_ablation.study.analyse.feasibility import FamilyReach, family_reach
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.variants import expand_preset, parse_variant
-from sb3_ablation.study.run.estimate import RunCost, StudyEstimate, estimate_study, format_duration, mean_cost
+from sb3_ablation.study.run.estimate import RunCost, StudyEstimate, format_duration, mean_cost
 
 LEAVE_ONE_OUT = [parse_variant(name) for name in expand_preset("leave-one-out")]
 
@@ -91,19 +91,3 @@ def test_the_mean_of_a_run_timed_in_several_workers_averages_the_timed_pieces_on
         build=2.0, warm_up_step=0.002, training_step=0.02, evaluation=1.0, learning_starts=1_000, n_timesteps=11_000,
         evaluations=21,
     )  # fmt: skip
-
-
-def test_the_estimate_counts_the_workers_start_up_once(tmp_path):
-    from sb3_ablation.study.plan.config import StudyConfig
-    from sb3_ablation.study.run.estimate import study_tasks
-
-    config = StudyConfig(
-        envs=["Pendulum-v1"], variants=["td3"], seeds=2, n_timesteps=5_000, eval_freq=2_500, eval_episodes=1,
-        hyperparams={"policy_kwargs": "dict(net_arch=[8])", "learning_starts": 500}, out=str(tmp_path / "study"),
-    )  # fmt: skip
-    _, pending = study_tasks(config)
-    estimate = estimate_study(pending, 2, "process", "td3")
-    assert estimate.seconds is not None and 0 < estimate.start_up < estimate.seconds  # the start-up, then the runs
-    assert estimate.line().startswith("2 runs on 2 workers: about ")
-    assert f"the workers' start-up, {format_duration(estimate.start_up)}, " in estimate.line()
-    assert not (tmp_path / "study").exists()  # timing writes nothing
