@@ -48,7 +48,7 @@ def test_the_answer_key_follows_the_reports(tmp_path, monkeypatch):
     """The answer key is generated from report.json: a verdict or an estimate changed in a report changes the page,
     and --check then refuses the committed page."""
     studies = tmp_path / "studies"
-    for folder in ("pendulum", "pendulum-batched", "multitask"):
+    for folder in ("pendulum", "pendulum-sequential", "multitask"):
         (studies / folder).mkdir(parents=True)
         (studies / folder / "report.json").write_text((ROOT / "docs" / "studies" / folder / "report.json").read_text())
     monkeypatch.setattr(answer_key, "STUDIES", studies)
@@ -74,7 +74,7 @@ def test_the_answer_key_follows_the_reports(tmp_path, monkeypatch):
 
 
 def test_the_answer_key_leaves_out_what_a_report_lacks(tmp_path, monkeypatch):
-    """Fields are read by key: a report without the 5-seed study or without an outcome loses those lines, no error."""
+    """Fields are read by key: without the README's replication or an outcome, the key loses those lines, no error."""
     studies = tmp_path / "studies"
     (studies / "pendulum").mkdir(parents=True)
     report = json.loads((ROOT / "docs" / "studies" / "pendulum" / "report.json").read_text())
@@ -82,7 +82,8 @@ def test_the_answer_key_leaves_out_what_a_report_lacks(tmp_path, monkeypatch):
     (studies / "pendulum" / "report.json").write_text(json.dumps(report))
     monkeypatch.setattr(answer_key, "STUDIES", studies)
     page = answer_key.page()
-    assert "**The committed answer**" in page and "Overestimation at the end" not in page and "With 5 seeds" not in page
+    assert "**The committed answer**" in page and "Overestimation at the end" not in page
+    assert "The README's answer" not in page
     assert "| replay_buffer | differs -1,332 | — | — | — |" in page
 
 

@@ -103,3 +103,32 @@ def test_notebook_uses_the_current_overestimation_measure_and_types_in_no_result
     assert "report.json" in code
     # the install cell keeps the runtime's torch (Colab's CUDA build): nothing pins or reinstalls torch
     assert "torch==" not in code and "--force-reinstall" not in code
+
+
+def test_the_notebooks_study_has_the_setting_and_seeds_of_the_committed_study_the_answer_key_reads():
+    """docs/answer-key.md answers from docs/studies/pendulum: the notebook's full study must be that study's setting
+    (budget, evaluations, hyperparameters, seeds) with some of its variants."""
+    import ast
+    import json
+
+    from sb3_ablation.study.plan.config import StudyConfig
+
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    (cell,) = [cell for cell in notebook.cells if cell.cell_type == "code" and "SETTINGS = dict(" in cell.source]
+    # NET, SETTINGS and VARIANTS as the full exercise sets them (QUICK off), without running anything
+    statements = [
+        node
+        for node in ast.parse(notebook.cells[2].source.replace("%pip", "# %pip") + "\n" + cell.source).body
+        if (isinstance(node, ast.If) and "VARIANTS" in ast.unparse(node))
+        or (isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) in ("NET", "SETTINGS", "VARIANTS"))
+    ]
+    scope: dict = {"QUICK": False}
+    exec(compile(ast.Module(body=statements, type_ignores=[]), "notebook", "exec"), scope)
+    study = StudyConfig(variants=scope["VARIANTS"], **scope["SETTINGS"])
+    committed = json.loads((NOTEBOOK.parents[1] / "docs" / "studies" / "pendulum" / "study.json").read_text())
+    settings = committed["settings"]
+    assert (study.envs, list(study.seeds)) == (committed["envs"], committed["seeds"])
+    assert (study.n_timesteps, study.eval_freq, study.eval_episodes) == (
+        settings["n_timesteps"], settings["eval_freq"], settings["eval_episodes"],
+    )  # fmt: skip
+    assert study.hyperparams == settings["hyperparams"] and set(study.variants) < set(committed["variants"])

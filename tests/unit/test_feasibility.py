@@ -6,7 +6,7 @@ from sb3_ablation.cli.study import study_main
 from sb3_ablation.study.analyse.feasibility import FamilyReach, family_reach
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.plan.variants import expand_preset, parse_variant
-from sb3_ablation.study.run.estimate import RunCost, StudyEstimate, format_duration
+from sb3_ablation.study.run.estimate import RunCost, StudyEstimate, format_duration, mean_cost
 
 LEAVE_ONE_OUT = [parse_variant(name) for name in expand_preset("leave-one-out")]
 
@@ -64,8 +64,9 @@ def test_the_estimate_line():
         evaluations=21,
     )  # fmt: skip
     assert cost.seconds == pytest.approx(1.0 + 1.0 + 100.0 + 10.5)
-    assert StudyEstimate(70, 2, 7 * 3600 / 2).line() == (
-        "70 runs on 2 workers: about 3 h 30 min on this machine (from 200 timed steps of each phase of one run per env)"
+    assert StudyEstimate(70, 2, 7 * 3600 / 2, start_up=12.4).line() == (
+        "70 runs on 2 workers: about 3 h 30 min on this machine at its present load (the workers' start-up, 12 s, and "
+        "200 timed steps of each phase of one run per env, in every worker at once)"
     )
     assert (
         StudyEstimate(2, 1, None, "too short to be worth timing").line() == "2 runs on 1 worker (too short to be worth timing)"
@@ -79,3 +80,14 @@ def test_one_comparison_is_said_in_the_singular():
         "Pendulum-v1: 1 comparison, 2 seeds: the smallest p is 0.5 against the first step's level 0.05 (0.05 over 1 "
         "hypothesis): no comparison can be differs; give at least 6 seeds (--seeds 6)"
     )
+
+
+def test_the_mean_of_a_run_timed_in_several_workers_averages_the_timed_pieces_only():
+    one = RunCost(build=1.0, warm_up_step=0.001, training_step=0.01, evaluation=0.5, learning_starts=1_000,
+                  n_timesteps=11_000, evaluations=21)  # fmt: skip
+    other = RunCost(build=3.0, warm_up_step=0.003, training_step=0.03, evaluation=1.5, learning_starts=1_000,
+                    n_timesteps=11_000, evaluations=21)  # fmt: skip
+    assert mean_cost([one, other]) == RunCost(
+        build=2.0, warm_up_step=0.002, training_step=0.02, evaluation=1.0, learning_starts=1_000, n_timesteps=11_000,
+        evaluations=21,
+    )  # fmt: skip

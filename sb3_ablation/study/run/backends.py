@@ -46,6 +46,17 @@ def _init_worker(parent_pid: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
 
 
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """
+    ``workers`` worker processes as a study starts them (``spawn`` start method: torch and ``fork`` do not mix well;
+    one torch thread each; Ctrl-C left to the driver; each stops when the driver is gone).
+
+    :param workers: the processes
+    """
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),))
+
+
 def run_local(
     tasks: list[Any],
     workers: int,
@@ -54,17 +65,16 @@ def run_local(
     failed: Callable[[Any, str], Any],
 ) -> None:
     """
-    Run tasks in ``workers`` processes (``spawn`` start method: torch and ``fork`` do not mix well), one torch thread
-    each. At most ``workers`` runs are in flight, so a worker that dies (BrokenProcessPool) costs exactly those: they
-    are recorded as failed, a fresh pool takes over the rest.
+    Run tasks in ``workers`` processes (:func:`worker_pool`), one torch thread each. At most ``workers`` runs are in
+    flight, so a worker that dies (BrokenProcessPool) costs exactly those: they are recorded as failed, a fresh pool
+    takes over the rest.
 
     :param execute: what runs a task in a worker (a run; with the batched engine a group of runs)
     :param failed: the result of a task whose worker failed (``failed(task, error)``), handed to ``on_result``
     """
-    context = multiprocessing.get_context("spawn")
     pending = deque(tasks)
     while pending:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),))
+        pool = worker_pool(workers)
         in_flight: dict[Any, Any] = {}
         broken = False
         try:

@@ -2,10 +2,13 @@
 Before a study runs: about how long its runs will take on this machine, from a few timed steps.
 
 One run of each env (its baseline's, else its first) is built as the study builds it and timed for a few steps of
-each phase: building it, the warm-up of random actions (``learning_starts``), training steps, one evaluation. A run's
-time is then ``build + warm-up steps x warm-up step + training steps x training step + evaluations x evaluation``,
-and the study's the sum over the runs to do, divided by the workers (each runs on its own core with one thread).
-Only the process engine is estimated this way: the batched engine trains several runs in one process.
+each phase: building it, the warm-up of random actions (``learning_starts``), training steps, one evaluation. The
+timing runs where the study's runs will: in as many fresh worker processes as the study starts (one torch thread
+each), all timing at once, so that the pieces are timed with the cores as busy as the study will keep them, and the
+workers' start-up (a fresh interpreter importing torch and the package) is timed too. A run's time is then
+``build + warm-up steps x warm-up step + training steps x training step + evaluations x evaluation``, and the study's
+the workers' start-up plus the sum over the runs to do, divided by the workers. Only the process engine is estimated
+this way: the batched engine trains several runs in one process.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from stable_baselines3.common.utils import set_random_seed
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.plan.config import StudyConfig, check_envs, make_tasks, resolve_hyperparams
 from sb3_ablation.study.plan.records import RunTask
+from sb3_ablation.study.run.backends import worker_pool
 from sb3_ablation.study.run.episodes import run_episodes
 from sb3_ablation.study.run.learning import RunSchedule
 from sb3_ablation.study.run.manager import make_manager
@@ -29,6 +33,8 @@ from sb3_ablation.study.store.runs import read_run, run_path
 
 #: the steps timed in each phase (warm-up, training)
 TIMED_STEPS = 200
+#: the pieces of a run that are timed (the others are counted)
+TIMED_PIECES = ("build", "warm_up_step", "training_step", "evaluation")
 #: a study of fewer steps in all than this many times the timed steps is not timed (the timing would be a large share)
 MIN_STEPS_TIMED = 20
 
@@ -98,19 +104,50 @@ def time_run(task: RunTask, steps: int = TIMED_STEPS) -> RunCost:
     return RunCost(build, warm_up_step, training_step, evaluation, learning_starts, schedule.n_timesteps, evaluations)
 
 
+def _time_run_in_worker(task: RunTask) -> tuple[float, RunCost]:
+    """:func:`time_run` in a worker process, with the wall-clock time it began (the end of the worker's start-up)."""
+    began = time.time()
+    return began, time_run(task)
+
+
+def mean_cost(costs: list[RunCost]) -> RunCost:
+    """The mean of the timed pieces of one run timed in several workers at once."""
+    timed = {name: sum(getattr(cost, name) for cost in costs) / len(costs) for name in TIMED_PIECES}
+    return replace(costs[0], **timed)
+
+
+def time_in_workers(tasks: list[RunTask], workers: int) -> tuple[float, list[RunCost]]:
+    """
+    Start ``workers`` worker processes as the study does and time each task's run in every worker at once.
+
+    :param tasks: the runs to time, one after the other
+    :param workers: the worker processes
+    :return: the workers' start-up (from starting them to the last one's first piece of work, in seconds), and each
+        task's timed pieces (the mean over the workers)
+    """
+    started = time.time()
+    with worker_pool(workers) as pool:
+        timings = [[pool.submit(_time_run_in_worker, task) for _ in range(workers)] for task in tasks]
+        results = [[future.result() for future in timing] for timing in timings]
+    start_up = max(began for began, _ in results[0]) - started
+    return start_up, [mean_cost([cost for _, cost in timed]) for timed in results]
+
+
 @dataclass(frozen=True)
 class StudyEstimate:
     """
     :param runs: the runs to do
     :param workers: the runs in parallel
-    :param seconds: the estimated time (``None``: not timed)
+    :param seconds: the estimated time, the workers' start-up included (``None``: not timed)
     :param why_not: why it was not timed
+    :param start_up: the workers' start-up, in seconds
     """
 
     runs: int
     workers: int
     seconds: float | None
     why_not: str = ""
+    start_up: float = 0.0
 
     def line(self) -> str:
         """One line: the runs and the estimate, or why there is none."""
@@ -118,8 +155,9 @@ class StudyEstimate:
         if self.seconds is None:
             return f"{runs} ({self.why_not})"
         return (
-            f"{runs}: about {format_duration(self.seconds)} on this machine (from {TIMED_STEPS} timed steps of each "
-            "phase of one run per env)"
+            f"{runs}: about {format_duration(self.seconds)} on this machine at its present load (the workers' start-up, "
+            f"{format_duration(self.start_up)}, and {TIMED_STEPS} timed steps of each phase of one run per env, in "
+            "every worker at once)"
         )
 
 
@@ -145,16 +183,18 @@ def estimate_study(pending: list[RunTask], workers: int, engine: str, baseline: 
     total_steps = sum(int(float(task.hyperparams.get("n_timesteps", 0))) for task in pending)
     if total_steps < MIN_STEPS_TIMED * 2 * TIMED_STEPS:
         return StudyEstimate(len(pending), workers, None, "too short to be worth timing")
-    costs: dict[str, RunCost] = {}
+    timed = []
     for env in dict.fromkeys(task.env for task in pending):
         of_env = [task for task in pending if task.env == env]
-        timed = next((task for task in of_env if task.variant == baseline), of_env[0])
-        try:
-            costs[env] = time_run(timed)
-        except Exception as error:  # a run that cannot be built fails in the study, recorded; here it is not timed
-            return StudyEstimate(len(pending), workers, None, f"not timed: {type(error).__name__}: {error}".split("\n")[0])
+        timed.append(next((task for task in of_env if task.variant == baseline), of_env[0]))
+    workers = max(1, min(workers, len(pending)))
+    try:
+        start_up, timed_costs = time_in_workers(timed, workers)
+    except Exception as error:  # a run that cannot be built fails in the study, recorded; here it is not timed
+        return StudyEstimate(len(pending), workers, None, f"not timed: {type(error).__name__}: {error}".split("\n")[0])
+    costs = {task.env: cost for task, cost in zip(timed, timed_costs, strict=True)}
     seconds = sum(replace(costs[task.env], n_timesteps=_budget(task, costs[task.env])).seconds for task in pending)
-    return StudyEstimate(len(pending), workers, seconds / max(1, min(workers, len(pending))))
+    return StudyEstimate(len(pending), workers, start_up + seconds / workers, start_up=start_up)
 
 
 def _budget(task: RunTask, cost: RunCost) -> int:
