@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import posixpath
 import re
 import sys
 from pathlib import Path
@@ -60,7 +61,8 @@ def _status(folder: Path) -> str:
 def _relink(text: str, folder: Path) -> str:
     """``text``'s relative links and images, which point into ``folder``, re-pointed from ``docs/results/``."""
     prefix = f"../studies/{folder.name}/"
-    return RELATIVE_LINK.sub(lambda match: f"]({prefix}{match.group(1)})", text)
+    # normalised, so that a link out of the folder (the glossary: ../../glossary.md) reads ../glossary.md
+    return RELATIVE_LINK.sub(lambda match: f"]({posixpath.normpath(prefix + match.group(1))})", text)
 
 
 def _consecutive_headings(text: str) -> str:

@@ -96,7 +96,9 @@ def test_an_unresolved_comparison_whose_interval_excludes_0_gets_no_other_verdic
     )
     assert row.split(" | ")[1].startswith("unresolved HL -150 [-300, -50]") and "**" not in row
     key = answer_key.page().split("### target_networks")[1].split("\n### ")[0]
-    assert "**differs**" not in key and 'MY_VERDICT = "unresolved"' in key
+    # the key's answer and model answer are the edited comparison's (the README's line beside it is another study's)
+    committed = next(line for line in key.splitlines() if line.startswith("- **The committed answer**"))
+    assert "differs" not in committed and 'MY_VERDICT = "unresolved"' in key
     assert "mean return over the final 10% of training: unresolved, -150.0 [-300.0, -50.0]" in key
 
 
