@@ -28,7 +28,7 @@ install: $(STAMP)
 # tests/unit) rather than most tests first, which left the long files of few tests (compiled engine, tuning, clean
 # install) to the end with one worker idle; the many short unit files now fill in at the end.
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q --durations=25
 
 # SB3's own tests of TD3 and DDPG (from SB3's source distribution) with AblatableTD3 and DDPG substituted
 sb3-tests: $(STAMP)

@@ -237,10 +237,15 @@ def tune(job: TuningJob) -> dict[str, Any]:
 
     from sb3_ablation.zoo.train import main as train_main
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # Optuna's per-trial lines; console.txt has rl_zoo3's
+    # Optuna's per-trial lines are quiet here (console.txt has rl_zoo3's); restored after, for a caller in this process
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     Path(job.console).parent.mkdir(parents=True, exist_ok=True)
-    with open(job.console, "a") as console, contextlib.redirect_stdout(console), contextlib.redirect_stderr(console):
-        status = train_main(list(job.argv), search_space=job.search_space)
+    try:
+        with open(job.console, "a") as console, contextlib.redirect_stdout(console), contextlib.redirect_stderr(console):
+            status = train_main(list(job.argv), search_space=job.search_space)
+    finally:
+        optuna.logging.set_verbosity(verbosity)
     if status != 0:
         lines = Path(job.console).read_text().strip().splitlines()
         return failed_tuning(job, lines[-1] if lines else f"train -optimize exited with status {status}")
