@@ -15,11 +15,11 @@ from pathlib import Path
 
 import yaml
 
-from docs.generate.report_fields import dig, emphasised, estimate_name, number, shown_verdict
+from docs.generate.readme_answer import TABLE2, _interval, estimate
+from docs.generate.report_fields import dig, emphasised, number, shown_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = ROOT / "docs" / "studies"
-TABLE2 = Path(__file__).with_name("td3_paper_table2.yml")
 ONE_M, THREE_HUNDRED_K = "hopper-paper-1m", "hopper-paper-300k"
 ENV, PAPER_TASK, BASELINE, EARLIER = "Hopper-v5", "Hopper", "td3", 300_000
 PRIMARY = "final_window"
@@ -38,15 +38,10 @@ def _mean(value: float | None) -> str:
     return "n/a" if value is None else f"{value:,.0f}"
 
 
-def _interval(ci: list | None) -> str:
-    return f" [{number(ci[0])}, {number(ci[1])}]" if ci and None not in ci else ""
-
-
 def _estimate(entry: dict, env: dict | None = None, decision: dict | None = None, intervals: bool = True) -> str:
-    """``unresolved HL +757 [+241, +1,278]``: the verdict as its report shows it, the named estimate, its interval."""
-    verdict = emphasised(shown_verdict(entry, env, decision))
-    interval = _interval(entry.get("ci")) if intervals else ""
-    return f"{verdict} {estimate_name(entry.get('test'))} {number(entry['effect'])}{interval}"
+    """``unresolved HL +757 [+241, +1,278]``: :func:`readme_answer.estimate` with the verdict as its report shows it
+    (a sequential design's decision where it has one)."""
+    return estimate({**entry, "verdict_shown": shown_verdict(entry, env, decision)}, env or {}, intervals)
 
 
 def _at_1m(one_m: dict) -> tuple[dict, dict]:
@@ -87,9 +82,9 @@ def side_by_side(one_m: dict, three_hundred_k: dict, table: dict, intervals: boo
     if described is not None:
         cells = []
         for v in VARIANTS:
-            estimate = described["estimates"].get(v)
-            interval = _interval(estimate["ci"]) if estimate is not None and intervals else ""
-            text = "—" if estimate is None else f"HL {number(estimate['estimate'])}{interval}"
+            arm = described["estimates"].get(v)
+            interval = _interval(arm) if arm is not None and intervals else ""
+            text = "—" if arm is None else f"HL {number(arm['estimate'])}{interval}"
             hypothesis = _earlier_hypothesis(outcome, v)
             cells.append(
                 f"{text} (declared, one-sided: {emphasised(shown_verdict(hypothesis))})"
@@ -133,7 +128,7 @@ def reading(variant: str, entry: dict, env: dict, paper_effect: float) -> str:
             "these runs cannot tell from a network effect (the paper used [400, 300])."
         )
     outside = None not in ci and (paper_effect < ci[0] or paper_effect > ci[1])
-    return f"{text}. Not a verdict: these 10 seeds cannot tell the three readings apart" + (
+    return f"{text}. Not a verdict: these {entry.get('n')} seed pairs cannot tell the three readings apart" + (
         "; the paper's value lies outside the 95% interval (descriptive), so a loss of the paper's size is not what "
         "these runs estimate, which points to the networks or a finding against the paper rather than the budget."
         if outside
