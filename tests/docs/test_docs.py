@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from docs.generate import algorithm_pages, answer_key, docs_results
+from docs.generate import algorithm_pages, answer_key, docs_results, readme_answer
 from sb3_ablation.switches import markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,23 +25,27 @@ PAGES = [
 ]
 
 
-def _tool(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True)
+def _check(generator, capsys) -> tuple[int, str]:
+    """``python -m docs.generate.NAME --check`` in this process (the same ``main``; `make docs` runs the command itself):
+    its exit status and what it printed."""
+    status = generator.main(["--check"])
+    printed = capsys.readouterr()
+    return status, printed.out + printed.err
 
 
-def test_readmes_answer_is_the_one_the_committed_reports_give():
-    result = _tool("-m", "docs.generate.readme_answer", "--check")
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_readmes_answer_is_the_one_the_committed_reports_give(capsys):
+    status, printed = _check(readme_answer, capsys)
+    assert status == 0, printed
 
 
-def test_the_results_pages_are_the_ones_the_committed_reports_give():
-    result = _tool("-m", "docs.generate.docs_results", "--check")
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_the_results_pages_are_the_ones_the_committed_reports_give(capsys):
+    status, printed = _check(docs_results, capsys)
+    assert status == 0, printed
 
 
-def test_the_answer_key_is_the_one_the_committed_reports_give():
-    result = _tool("-m", "docs.generate.answer_key", "--check")
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_the_answer_key_is_the_one_the_committed_reports_give(capsys):
+    status, printed = _check(answer_key, capsys)
+    assert status == 0, printed
 
 
 def test_the_answer_key_follows_the_reports(tmp_path, monkeypatch):
@@ -87,9 +91,9 @@ def test_the_answer_key_leaves_out_what_a_report_lacks(tmp_path, monkeypatch):
     assert "| replay_buffer | differs -1,332 | — | — | — |" in page
 
 
-def test_the_algorithm_pages_results_are_the_ones_the_committed_reports_give():
-    result = _tool("-m", "docs.generate.algorithm_pages", "--check")
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_the_algorithm_pages_results_are_the_ones_the_committed_reports_give(capsys):
+    status, printed = _check(algorithm_pages, capsys)
+    assert status == 0, printed
 
 
 def test_the_algorithm_pages_follow_the_reports(tmp_path, monkeypatch):

@@ -10,7 +10,6 @@ import multiprocessing
 import os
 import signal
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -31,30 +30,51 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def _watch_parent(parent_pid: int) -> None:
-    # a worker whose driver was killed (SIGKILL, OOM) stops instead of training on for nobody
-    while True:
-        time.sleep(2.0)
-        if os.getppid() != parent_pid:
-            os._exit(1)
+# What every worker imports: the fork server imports it once and each worker is forked from it with these loaded (a
+# spawned worker imported torch, its compiler front end, SB3 and rl_zoo3 itself: seconds of CPU per worker). torch._dynamo
+# is imported by torch's optimizers when the first one is made.
+WORKER_MODULES = ("__main__", "sb3_ablation.study.run.engines", "sb3_ablation.study.run.estimate", "torch._dynamo")
 
 
-def _init_worker(parent_pid: int) -> None:
+def _stop_with_the_driver() -> None:
+    # a worker whose driver was killed (SIGKILL, OOM) stops instead of training on for nobody: the driver holds the
+    # other end of the parent sentinel until it exits, with either start method
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        parent.join()
+    os._exit(1)
+
+
+def _init_worker(environment: dict[str, str]) -> None:
+    # the driver's environment as it is now (a worker forked from the fork server would otherwise have the server's)
+    os.environ.clear()
+    os.environ.update(environment)
     th.set_num_threads(1)
     # Ctrl-C goes to the whole process group: only the driver handles it (it stops the workers itself)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+    threading.Thread(target=_stop_with_the_driver, daemon=True).start()
 
 
 def worker_pool(workers: int) -> ProcessPoolExecutor:
     """
-    ``workers`` worker processes as a study starts them (``spawn`` start method: torch and ``fork`` do not mix well;
-    one torch thread each; Ctrl-C left to the driver; each stops when the driver is gone).
+    ``workers`` worker processes as a study starts them: forked from a fork server that has imported
+    :data:`WORKER_MODULES` (``forkserver`` start method; ``spawn`` where there is none; never a fork of the driver:
+    torch and ``fork`` do not mix well); the driver's environment; one torch thread each; Ctrl-C left to the driver;
+    each stops when the driver is gone.
 
     :param workers: the processes
     """
-    context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),))
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(list(WORKER_MODULES))  # (read when the server starts: once per driver)
+        # wait for the server to have imported them (a process that does nothing, forked from it): the workers are then
+        # forked at once, so a study stopped while the server starts leaves no worker half made
+        probe = context.Process(target=int)
+        probe.start()
+        probe.join()
+    else:
+        context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(dict(os.environ),))
 
 
 def run_local(
