@@ -85,10 +85,6 @@ class UpdateStep:
         #: seconds of each compiled part's first step (its compilation and one step), by part
         self.compile_s: dict[str, float] = {}
 
-        import os
-
-        parts = os.environ.get("DBG_PARTS", "critic,actor,targets").split(",")
-
         if compiled:
             # a worker process may train many groups, each shape and set of switches one more compiled form of these
             # functions; with fullgraph=True a limit hit is an error (never a silent eager fallback), so allow many
@@ -97,7 +93,7 @@ class UpdateStep:
 
         def compiled_if_asked(function: Callable[..., Any]) -> Callable[..., Any]:
             part = {"_critic_loss": "critic", "_actor_loss": "actor", "_update_targets": "targets"}[function.__name__]
-            return th.compile(function, fullgraph=True, dynamic=False) if compiled and part in parts else function
+            return th.compile(function, fullgraph=True, dynamic=False) if compiled and part in COMPILED_PARTS else function
 
         self.critic_loss: Callable[..., tuple[th.Tensor, Sequence[th.Tensor], th.Tensor]] = compiled_if_asked(
             self._critic_loss
