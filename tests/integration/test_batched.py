@@ -170,11 +170,11 @@ def test_from_agents_seeds_env_k_with_agent_ks_seed_as_a_single_run_does():
         assert np.array_equal(observations[index], single.get_env().reset()[0])
 
 
-# 200 steps, learning from step 50 (so that the evaluation at step 100 follows updates), batches of 32
+# 100 steps, learning from step 25 (so that the evaluation at step 50 follows updates), batches of 16
 STUDY = [
-    "--env", "Pendulum-v1", "--variants", "leave-one-out", "--seeds", "2", "--n-timesteps", "200", "--eval-freq", "100",
-    "--eval-episodes", "2", "--eval-max-episode-steps", "50", "--workers", "2", "--no-progress", "--keep-models",
-    "--hyperparams", "learning_starts:50", "batch_size:32", "policy_kwargs:dict(net_arch=[16, 16])",
+    "--env", "Pendulum-v1", "--variants", "leave-one-out", "--seeds", "2", "--n-timesteps", "100", "--eval-freq", "50",
+    "--eval-episodes", "2", "--eval-max-episode-steps", "20", "--workers", "2", "--no-progress", "--keep-models",
+    "--hyperparams", "learning_starts:25", "batch_size:16", "policy_kwargs:dict(net_arch=[16, 16])",
 ]  # fmt: skip
 
 
@@ -193,13 +193,13 @@ def test_batched_study_runs_every_leave_one_out_variant_into_records_the_report_
             assert record["engine"] == "batched" and record["group_size"] == 2 and record["format"] == 3
             assert record["random_streams"] == "per_agent"
             assert record["switches"] == variant.switches and record["seed"] == seed
-            assert record["evaluations"]["timesteps"] == [0, 100, 200]
+            assert record["evaluations"]["timesteps"] == [0, 50, 100]
             assert len(record["evaluations"]["episode_returns"][-1]) == 2
-            assert record["diagnostics"]["timesteps"] == [0, 100, 200] and record["diagnostics"]["q1_mean"][0] is None
+            assert record["diagnostics"]["timesteps"] == [0, 50, 100] and record["diagnostics"]["q1_mean"][0] is None
             assert all(value is not None for value in record["diagnostics"]["td_error"][1:])
             assert ("actor_std" in record["diagnostics"]) == (not variant.switches["deterministic_policy"])
             model = AblatableTD3.load(model_path(run_path(out, "Pendulum-v1", variant.name, seed)))
-            assert model.switches == variant.switches and model.num_timesteps == 200
+            assert model.switches == variant.switches and model.num_timesteps == 100
     # the two seeds of a variant are different agents
     first, second = (read_run(run_path(out, "Pendulum-v1", "td3", seed)) for seed in (0, 1))
     assert first["evaluations"]["mean_return"] != second["evaluations"]["mean_return"]

@@ -62,7 +62,7 @@ def test_vectorised_and_per_agent_evaluation_run_the_same_episodes_of_the_same_t
     for alone, lockstep in zip(per_agent, vectorised, strict=True):
         assert "evaluation" not in alone and lockstep["evaluation"] == "vectorised"
         assert alone["diagnostics"] == lockstep["diagnostics"]
-        assert alone["evaluations"]["timesteps"] == lockstep["evaluations"]["timesteps"] == [0, 150, 300]
+        assert alone["evaluations"]["timesteps"] == lockstep["evaluations"]["timesteps"] == [0, 100, 200]
         assert [len(returns) for returns in alone["evaluations"]["episode_returns"]] == [2, 2, 2]
         assert [len(returns) for returns in lockstep["evaluations"]["episode_returns"]] == [2, 2, 2]
         for key in ("steps", "terminated", "states"):
@@ -130,13 +130,13 @@ def test_the_episode_loop_driven_by_predict_is_run_episodes():
 
 
 def test_an_agent_whose_actor_diverges_fails_as_it_does_per_agent_while_the_others_go_on(tmp_path, monkeypatch):
-    # agent 1's actor weights become NaN after step 150: it is evaluated on its own (the group's actor would give NaN
+    # agent 1's actor weights become NaN after step 100: it is evaluated on its own (the group's actor would give NaN
     # actions) and fails with the per-agent path's error; an agent whose episodes raise in the lockstep fails too
     th.set_num_threads(1)
     sync = AgentEvaluations._sync
 
     def poison_agent_1(self, evaluating):
-        if self.batched.agent_timesteps >= 150:
+        if self.batched.agent_timesteps >= 100:
             with th.no_grad():
                 for parameter in self.batched.actor.parameters():
                     parameter[1].fill_(float("nan"))
@@ -145,12 +145,12 @@ def test_an_agent_whose_actor_diverges_fails_as_it_does_per_agent_while_the_othe
     monkeypatch.setattr(AgentEvaluations, "_sync", poison_agent_1)
     records = {mode: _run_failing(tmp_path / str(mode), mode) for mode in (False, True)}
     for mode, (first, second, third) in records.items():
-        assert first["status"] == "ok" and first["evaluations"]["timesteps"] == [0, 150, 300], mode
+        assert first["status"] == "ok" and first["evaluations"]["timesteps"] == [0, 100, 200], mode
         assert second["status"] == "failed" and second["evaluations"]["timesteps"] == [0]
         assert third["status"] == "failed" and third["evaluations"]["timesteps"] == [0]
         assert third["error"] == "RuntimeError: the episodes of seed 2 broke"
     assert records[True][1]["error"] == records[False][1]["error"]
-    assert records[True][1]["error"].startswith("TrainingDivergedError: evaluation return is nan at step 150")
+    assert records[True][1]["error"].startswith("TrainingDivergedError: evaluation return is nan at step 100")
     assert records[True][0]["evaluation"] == "vectorised"
 
 
@@ -162,12 +162,12 @@ def _run_failing(out, vectorised: bool) -> list[dict]:
 
     def breaking_loop(self):
         loop = episode_loop(self)
-        if self.seed == 2 and self.model.num_timesteps >= 150:  # (the hook sets the callback's count after this)
+        if self.seed == 2 and self.model.num_timesteps >= 100:  # (the hook sets the callback's count after this)
             loop.step = _raise
         return loop
 
     def breaking_evaluate(self):
-        if self.seed == 2 and self.num_timesteps >= 150 and not vectorised:
+        if self.seed == 2 and self.num_timesteps >= 100 and not vectorised:
             _raise()
         return evaluate(self)
 

@@ -21,8 +21,9 @@ HYPERPARAMS = {
     "noise_type": "normal",
     "noise_std": 0.1,
 }
+# (200 steps: 150 updates, the first evaluation after 50 of them; evaluation episodes of 20 steps)
 SETTINGS = dict(
-    envs=["Pendulum-v1"], n_timesteps=300, eval_freq=150, eval_episodes=2, eval_max_episode_steps=50,
+    envs=["Pendulum-v1"], n_timesteps=200, eval_freq=100, eval_episodes=2, eval_max_episode_steps=20,
     hyperparams=HYPERPARAMS,
 )  # fmt: skip
 
@@ -48,7 +49,7 @@ def _run(out, groups: list[tuple[str, list[int]]], device: str = "cpu") -> None:
 def assert_same_run(folder_a, folder_b, variant: str, seed: int) -> None:
     """Equal evaluations, diagnostics and final weights (exactly) of one run recorded in two folders."""
     record_a, record_b = (read_run(run_path(folder, "Pendulum-v1", variant, seed)) for folder in (folder_a, folder_b))
-    assert record_a["evaluations"]["timesteps"] == [0, 150, 300]
+    assert record_a["evaluations"]["timesteps"] == [0, 100, 200]
     assert record_a["evaluations"] == record_b["evaluations"]
     assert record_a["diagnostics"] == record_b["diagnostics"]
     state_a, state_b = (

@@ -17,16 +17,18 @@ import torch as th
 
 from sb3_ablation import AblatableTD3
 from sb3_ablation.batched import BatchedTD3
+from sb3_ablation.cli.study import study_main
 from sb3_ablation.study.plan.config import StudyConfig, make_tasks, resolve_hyperparams
 from sb3_ablation.study.run.batched import RunGroup, execute_group, group_checkpoints, make_groups
 from sb3_ablation.study.store.runs import model_path, read_run, run_path
 
 COMMITTED_RECORD = Path(__file__).resolve().parents[2] / "docs/studies/pendulum-factorial/runs/Pendulum-v1/td3/seed_0.json.gz"
 # Ornstein-Uhlenbeck noise (it carries its last value) and two seeds: the state a resumed group has to get back is
-# not only the networks'
+# not only the networks'. (The network and batch of test_batched_compiled.py's: compiled, a group of two td3 runs is
+# the same graph as its lone run's, which torch's compile caches then share.)
 HYPERPARAMS = {
     "learning_starts": 100,
-    "policy_kwargs": "dict(net_arch=[16])",
+    "policy_kwargs": "dict(net_arch=[8])",
     "batch_size": 16,
     "buffer_size": 1000,
     "noise_type": "ornstein-uhlenbeck",
@@ -54,6 +56,15 @@ def _study_command(out, variants: list[str] | None = None) -> list[str]:
         "--eval-max-episode-steps", "50", "--checkpoint-freq", "150", "--workers", "1", "--no-progress",
         "--keep-models", "--out", str(out), "--hyperparams", *[f"{key}:{value!r}" for key, value in HYPERPARAMS.items()],
     ]  # fmt: skip
+
+
+def rerun_study(command: list[str]) -> int:
+    """
+    The study command ``command`` (of :func:`_study_command`) run again, in this process: the resume is the worker's
+    (a fresh process, which the study starts), not the command's; this saves starting a second command.
+    """
+    assert command[1:4] == ["-m", "sb3_ablation", "study"]
+    return study_main(command[4:])
 
 
 def _group(out, variant: str, **hyperparams) -> RunGroup:
@@ -111,7 +122,7 @@ def assert_same_group(out, reference, variant: str, resumed_from: int):
 
 
 @pytest.mark.parametrize("mixed", [False, True], ids=["one-variant", "mixed"])
-def test_killed_batched_group_resumes_to_exactly_the_uninterrupted_result(tmp_path, mixed):
+def test_killed_batched_group_resumes_to_exactly_the_uninterrupted_result(tmp_path, capsys, mixed):
     # the uninterrupted group: what the study's worker runs, here in this process
     reference = tmp_path / "whole"
     group = _mixed_group(reference) if mixed else _group(reference, "td3")
@@ -139,9 +150,9 @@ def test_killed_batched_group_resumes_to_exactly_the_uninterrupted_result(tmp_pa
             assert killed["status"] == "failed" and "died" in killed["error"]
     assert checkpoints.latest() is not None
 
-    rerun = subprocess.run(command, env=env, capture_output=True, text=True)
-    assert rerun.returncode == 0, rerun.stderr
-    assert f"{2 * len(variants)} runs to do in 1 batched groups" in rerun.stdout
+    capsys.readouterr()
+    assert rerun_study(command) == 0, capsys.readouterr().err
+    assert f"{2 * len(variants)} runs to do in 1 batched groups" in capsys.readouterr().out
     assert not checkpoints.folder.exists()  # removed once the group is done
     for variant in variants:
         assert_same_group(out, reference, variant, resumed_from=pointer["timesteps"])

@@ -11,19 +11,19 @@ from sb3_ablation.study.store.runs import read_run, run_path
 
 # exploration noise, a warm-up of random actions, smoothing and the delayed actor: every random stream is drawn from
 HYPERPARAMS = {
-    "learning_starts": 50,
+    "learning_starts": 25,
     "policy_kwargs": "dict(net_arch=[16, 16])",
     "batch_size": 16,
     "noise_type": "normal",
     "noise_std": 0.1,
 }
-SHORT, LONG, EVAL_FREQ = 200, 400, 100
+SHORT, LONG, EVAL_FREQ = 100, 200, 50
 
 
 def _records(out, budget: int, engine: str, variants: list[str]) -> dict[str, dict]:
     config = StudyConfig(
         envs=["Pendulum-v1"], variants=variants, seeds=[3], out=str(out), n_timesteps=budget, eval_freq=EVAL_FREQ,
-        eval_episodes=2, eval_max_episode_steps=40, hyperparams=HYPERPARAMS, engine=engine,
+        eval_episodes=2, eval_max_episode_steps=20, hyperparams=HYPERPARAMS, engine=engine,
     )  # fmt: skip
     objects = config.variant_objects
     tasks = make_tasks(config, objects, resolve_hyperparams(config, objects))
@@ -47,8 +47,8 @@ def test_evaluations_up_to_a_step_do_not_depend_on_the_budget(tmp_path, engine):
     long = _records(tmp_path / "long", LONG, engine, variants)
     for variant in variants:
         evaluations_short, evaluations_long = short[variant]["evaluations"], long[variant]["evaluations"]
-        assert evaluations_short["timesteps"] == [0, 100, 200]
-        assert evaluations_long["timesteps"] == [0, 100, 200, 300, 400]
+        assert evaluations_short["timesteps"] == [0, 50, 100]
+        assert evaluations_long["timesteps"] == [0, 50, 100, 150, 200]
         # every entry of the evaluations (returns of each episode, overestimation), bit for bit
         for key, values in evaluations_short.items():
             assert values == evaluations_long[key][: len(values)], (variant, key)
@@ -75,6 +75,6 @@ def test_an_earlier_budget_the_study_cannot_test_is_refused_in_one_line(tmp_path
     with pytest.raises(StudyError, match=message) as error:
         StudyConfig(
             envs=["Pendulum-v1"], variants=["td3", "no_delayed_policy_update"], seeds=2, out=str(tmp_path),
-            n_timesteps=LONG, eval_freq=EVAL_FREQ, analysis={"earlier_budgets": [hypothesis]},
+            n_timesteps=400, eval_freq=100, analysis={"earlier_budgets": [hypothesis]},
         )  # fmt: skip
     assert "\n" not in str(error.value)

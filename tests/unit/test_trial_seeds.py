@@ -1,6 +1,6 @@
 """``train -optimize --trial-seeds K --trial-aggregate {mean,iqm}``: multi-seed Optuna trials (sb3_ablation.zoo.trials).
 
-Tiny trials: Pendulum-v1, 300 steps, 100 of them before learning starts, a 64x64 network (rl_zoo3's "small"), the
+Tiny trials: Pendulum-v1, 200 steps, 50 of them before learning starts, a 64x64 network (rl_zoo3's "small"), the
 trial's parameters enqueued so that each trial is fast and known.
 """
 
@@ -19,7 +19,7 @@ from sb3_ablation.zoo.registry import register
 from sb3_ablation.zoo.trials import AGGREGATES, MultiSeedExperimentManager, SeedAggregate, SeedReports
 
 ENV = "Pendulum-v1"
-N_STEPS = 300
+N_STEPS = 200
 SEED = 5
 #: a fast trial: small network and batch, one gradient step per step
 PARAMS = {
@@ -44,7 +44,7 @@ def _optimize(tmp_path, algo, *extra, storage=None, study="tune"):
     storage = storage or f"sqlite:///{tmp_path / 'tune.db'}"
     argv = ["--algo", algo, "--env", ENV, "-f", str(tmp_path / "logs"), "-optimize", "-n", str(N_STEPS)]
     argv += ["--eval-episodes", "1", "--sampler", "random", "--seed", str(SEED), "--no-optim-plots"]
-    argv += ["--storage", storage, "--study-name", study, "--hyperparams", "learning_starts:100"]
+    argv += ["--storage", storage, "--study-name", study, "--hyperparams", "learning_starts:50"]
     return train.main([*argv, *extra])
 
 
@@ -72,7 +72,7 @@ def _iqm(values):
 @pytest.mark.parametrize(("algo", "engine"), [("ablatable_td3", "batched"), ("ddpg_scratch", "in turn")])
 def test_a_two_seed_trial_keeps_each_seeds_value_and_reports_their_mean(tmp_path, capsys, algo, engine):
     storage = f"sqlite:///{tmp_path / 'tune.db'}"
-    # (train_freq 7: rollouts end past the evaluations, which still come every 150 steps)
+    # (train_freq 7: rollouts end past the evaluations, which still come every 100 steps)
     _enqueue(storage, "tune", _params(algo), _params(algo, learning_rate=3e-4, train_freq=7))
     logs = tmp_path / "opt"
     extra = ["--n-trials", "2", "--trial-seeds", "2", "--n-evaluations", "2", "--pruner", "none"]
@@ -85,7 +85,7 @@ def test_a_two_seed_trial_keeps_each_seeds_value_and_reports_their_mean(tmp_path
         values = trial.user_attrs["seed_values"]
         assert len(values) == 2 and values[0] != values[1]  # two seeds, two runs
         assert trial.value == (values[0] + values[1]) / 2
-        # each seed evaluated at the same steps as a one-seed trial (every 150 steps); the trial got their mean each time
+        # each seed evaluated at the same steps as a one-seed trial (every 100 steps); the trial got their mean each time
         per_seed = [_evaluations(logs / f"trial_{trial.number}" / f"seed_{seed}") for seed in (SEED, SEED + 1)]
         assert [len(evaluations) for evaluations in per_seed] == [2, 2]
         assert [evaluations[-1] for evaluations in per_seed] == values
@@ -103,7 +103,7 @@ def test_iqm_over_four_seeds_is_the_declared_aggregate(tmp_path, capsys):
     storage = f"sqlite:///{tmp_path / 'tune.db'}"
     _enqueue(storage, "tune", _params("ddpg_scratch"))
     extra = ["--n-trials", "1", "--trial-seeds", "4", "--trial-aggregate", "iqm", "--n-evaluations", "1"]
-    assert _optimize(tmp_path, "ddpg_scratch", *extra, "--pruner", "none", "-n", "200") == 0
+    assert _optimize(tmp_path, "ddpg_scratch", *extra, "--pruner", "none", "-n", "100") == 0
     (trial,) = _trials(storage)
     values = trial.user_attrs["seed_values"]
     assert trial.user_attrs["trial_seeds"] == [SEED, SEED + 1, SEED + 2, SEED + 3]
@@ -121,7 +121,7 @@ def test_a_seeds_run_does_not_depend_on_the_other_seeds_in_turn(tmp_path, capsys
         storage = f"sqlite:///{tmp_path / f'tune{n_seeds}.db'}"
         _enqueue(storage, "tune", _params("ddpg_scratch"))
         extra = ["--n-trials", "1", "--trial-seeds", str(n_seeds), "--n-evaluations", "1", "--pruner", "none"]
-        assert _optimize(tmp_path, "ddpg_scratch", *extra, "-n", "200", storage=storage) == 0
+        assert _optimize(tmp_path, "ddpg_scratch", *extra, "-n", "100", storage=storage) == 0
         found.append(_trials(storage)[0].user_attrs["seed_values"])
     assert found[0] == found[1][:2]
 
@@ -141,7 +141,7 @@ def _manager(tmp_path, algo, n_seeds, aggregate):
     register()
     manager = MultiSeedExperimentManager(
         argparse.Namespace(), algo, ENV, str(tmp_path / "logs"), n_timesteps=N_STEPS, optimize_hyperparameters=True,
-        n_evaluations=3, n_eval_episodes=1, hyperparams={"learning_starts": 100}, seed=SEED,
+        n_evaluations=3, n_eval_episodes=1, hyperparams={"learning_starts": 50}, seed=SEED,
         optimization_log_path=str(tmp_path / "opt"), config=default_config_file(algo), verbose=0,
     )  # fmt: skip
     manager.trial_seeds, manager.trial_aggregate = n_seeds, aggregate
@@ -198,7 +198,7 @@ def test_the_aggregate_is_reported_once_every_seed_has_evaluated():
 def test_one_seed_per_trial_is_rl_zoo3s_objective(tmp_path, capsys):
     storage = f"sqlite:///{tmp_path / 'tune.db'}"
     _enqueue(storage, "tune", _params("ddpg_scratch"))
-    extra = ["--n-trials", "1", "--n-evaluations", "1", "--pruner", "none", "-n", "200"]
+    extra = ["--n-trials", "1", "--n-evaluations", "1", "--pruner", "none", "-n", "100"]
     assert _optimize(tmp_path, "ddpg_scratch", *extra, "--optimization-log-path", str(tmp_path / "opt")) == 0
     (trial,) = _trials(storage)
     assert set(trial.user_attrs) == {"gamma", "batch_size"}  # rl_zoo3's sampler's, no seeds
@@ -212,7 +212,7 @@ def test_one_seed_per_trial_is_rl_zoo3s_objective(tmp_path, capsys):
 def test_a_second_run_continues_the_study_from_its_storage(tmp_path, capsys, suffix):
     storage = f"sqlite:///{tmp_path / 'tune.db'}" if suffix == "db" else str(tmp_path / "tune.log")
     _enqueue(storage, "tune", _params("ddpg_scratch"), _params("ddpg_scratch", tau=0.02))
-    extra = ["--n-trials", "1", "--trial-seeds", "2", "--n-evaluations", "1", "--pruner", "none", "-n", "200"]
+    extra = ["--n-trials", "1", "--trial-seeds", "2", "--n-evaluations", "1", "--pruner", "none", "-n", "100"]
     assert _optimize(tmp_path, "ddpg_scratch", *extra, storage=storage) == 0
     first = _trials(storage)[0]
     assert _optimize(tmp_path, "ddpg_scratch", *extra, storage=storage) == 0
