@@ -4,15 +4,12 @@ test_study_tuning.py, whose module-wide study is the long part of that file: two
 
 import dataclasses
 import math
-from concurrent.futures import ThreadPoolExecutor
 
 import optuna
 import pytest
-import torch as th
 
 from sb3_ablation.study.plan.config import StudyConfig, resolve_hyperparams
 from sb3_ablation.study.plan.tuning import TuningPlan
-from sb3_ablation.study.run import backends
 from sb3_ablation.study.run.recording import library_versions
 from sb3_ablation.study.run.tuning import (
     OPTUNA_STUDY,
@@ -27,18 +24,15 @@ from sb3_ablation.study.store.lock import study_lock
 from sb3_ablation.study.store.manifest import open_manifest, read_manifest
 from sb3_ablation.zoo.experiment import STUDY_AGGREGATE_ATTR, STUDY_TRIAL_SEEDS_ATTR
 from sb3_ablation.zoo.export import optuna_storage
-from tests.integration.test_study_tuning import ENV, SETTINGS, VARIANTS
+from tests.integration.test_study_tuning import ENV, SETTINGS, VARIANTS, worker_pool_in_this_process
 
 
 @pytest.fixture
-def workers_in_this_process(monkeypatch):
-    """The study's worker pool as one thread of this process: each tuning and each set of runs then starts no process
-    (which imports torch and the zoo anew, most of such a small study's time). Worker processes side by side are
-    test_study_tuning.py's study; its torch threads are this process's, restored after."""
-    threads = th.get_num_threads()
-    monkeypatch.setattr(backends, "worker_pool", lambda workers: ThreadPoolExecutor(max_workers=1))
-    yield
-    th.set_num_threads(threads)
+def workers_in_this_process():
+    """Each tuning and each set of runs in this process (resuming is the point here, not worker processes, which
+    test_study_tuning.py's study starts for its tunings)."""
+    with worker_pool_in_this_process():
+        yield
 
 
 def test_resuming_a_study_interrupted_after_tuning_one_variant_keeps_its_trials(tmp_path, workers_in_this_process):
