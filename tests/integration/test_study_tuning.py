@@ -1,13 +1,19 @@
 """A study with per-variant tuning: every variant tuned for itself on the tuning seeds, its best hyperparameters in its
 confirmatory runs, resumable from the Optuna storages, and both answers side by side in the report."""
 
+import contextlib
+import dataclasses
 import json
 import math
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import optuna
 import pytest
+import torch as th
 import yaml
 
 from sb3_ablation.study.analyse.inference import compare_family
@@ -15,6 +21,7 @@ from sb3_ablation.study.analyse.statistics import MIN_RUNS
 from sb3_ablation.study.analyse.two_part import RARE_FAILURES_TEXT
 from sb3_ablation.study.plan.analysis_plan import AnalysisPlan
 from sb3_ablation.study.render.format import fmt, fmt_ci
+from sb3_ablation.study.run import backends, runner
 from sb3_ablation.study.run.tuning import (
     OPTUNA_STUDY,
     storage_path,
@@ -63,10 +70,38 @@ def best_trial(out, variant: str) -> optuna.trial.FrozenTrial:
     return optuna.load_study(study_name=OPTUNA_STUDY, storage=storage).best_trial
 
 
+@contextlib.contextmanager
+def worker_pool_in_this_process() -> Iterator[None]:
+    """
+    The local backend's worker pool as one thread of this process, which starts no worker process that imports torch
+    and the zoo anew (most of a small study's time); the torch threads a run sets are this process's, restored after.
+    """
+    threads = th.get_num_threads()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(backends, "worker_pool", lambda workers: ThreadPoolExecutor(max_workers=1))
+            yield
+    finally:
+        th.set_num_threads(threads)
+
+
+def runs_in_this_process(patch: pytest.MonkeyPatch) -> None:
+    """The study's confirmatory runs (not its tunings) in this process, one after another
+    (:func:`worker_pool_in_this_process`). Runs in worker processes side by side are the other study tests'."""
+    local = backends.BY_NAME["local"]
+
+    def run(*args: Any) -> None:
+        with worker_pool_in_this_process():
+            local.run(*args)
+
+    patch.setattr(runner, "BACKENDS", {**runner.BACKENDS, "local": dataclasses.replace(local, run=run)})
+
+
 @pytest.fixture(scope="module")
 def tuned_study(tmp_path_factory) -> Path:
     """A tuned study of 5 confirmatory seeds (enough for a test) run by the command line, with its report (of 200
-    bootstrap resamples rather than the default 10000: the numbers checked here are the tests', not resampled)."""
+    bootstrap resamples rather than the default 10000: the numbers checked here are the tests', not resampled). Its
+    tunings run in 2 worker processes side by side, its confirmatory runs in this process (:func:`runs_in_this_process`)."""
     from sb3_ablation.cli.study import study_main
 
     folder = tmp_path_factory.mktemp("tuned_study")
@@ -74,6 +109,7 @@ def tuned_study(tmp_path_factory) -> Path:
     path.write_text(yaml.safe_dump({**SETTINGS, "seed_list": [0, 1, 2, 3, 4], "out": str(folder / "out")}))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("sb3_ablation.study.render.report.DEFAULT_REPS", 200)
+        runs_in_this_process(patch)
         assert study_main(["--config", str(path), "--no-progress", "--verbose", "0", "--report"]) == 0
     return folder / "out"
 

@@ -6,6 +6,7 @@ import dataclasses
 import math
 
 import optuna
+import pytest
 
 from sb3_ablation.study.plan.config import StudyConfig, resolve_hyperparams
 from sb3_ablation.study.plan.tuning import TuningPlan
@@ -23,10 +24,18 @@ from sb3_ablation.study.store.lock import study_lock
 from sb3_ablation.study.store.manifest import open_manifest, read_manifest
 from sb3_ablation.zoo.experiment import STUDY_AGGREGATE_ATTR, STUDY_TRIAL_SEEDS_ATTR
 from sb3_ablation.zoo.export import optuna_storage
-from tests.integration.test_study_tuning import ENV, SETTINGS, VARIANTS
+from tests.integration.test_study_tuning import ENV, SETTINGS, VARIANTS, worker_pool_in_this_process
 
 
-def test_resuming_a_study_interrupted_after_tuning_one_variant_keeps_its_trials(tmp_path):
+@pytest.fixture
+def workers_in_this_process():
+    """Each tuning and each set of runs in this process (resuming is the point here, not worker processes, which
+    test_study_tuning.py's study starts for its tunings)."""
+    with worker_pool_in_this_process():
+        yield
+
+
+def test_resuming_a_study_interrupted_after_tuning_one_variant_keeps_its_trials(tmp_path, workers_in_this_process):
     config = StudyConfig(**{
         **{key: value for key, value in SETTINGS.items() if key != "env"},
         "envs": [ENV], "seeds": 1, "out": str(tmp_path / "out"), "progress": False, "verbose": 0,

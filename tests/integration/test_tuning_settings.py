@@ -30,16 +30,25 @@ def files(folder):
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory):
-    """A study of two trials, its best trial exported (tuned.yml)."""
+    """A study of two trials, its best trial exported (tuned.yml): made by a first invocation in a fresh folder, then
+    extended by a second with the same settings. What Optuna said in each is kept (``said``: one list per call)."""
     folder = tmp_path_factory.mktemp("tuned")
-    assert tune(folder, "--export-best", str(folder / "tuned.yml")) == 0
-    assert tune(folder, "--export-best", str(folder / "tuned.yml")) == 0  # the same settings: the same study, extended
+    said: list[list[str]] = [[], []]
+    handler = logging.Handler()
+    optuna_logger = logging.getLogger("optuna")  # (Optuna's own handler writes to the stderr of its import)
+    optuna_logger.addHandler(handler)
+    try:
+        for messages in said:
+            handler.emit = messages.append  # type: ignore[method-assign]
+            assert tune(folder, "--export-best", str(folder / "tuned.yml")) == 0  # the second: the same study, extended
+    finally:
+        optuna_logger.removeHandler(handler)
     storage = f"sqlite:///{folder / 'logs' / 'ablatable_td3' / 'optuna.db'}"
-    return folder, storage
+    return folder, storage, [[record.getMessage() for record in messages] for messages in said]
 
 
 def test_the_study_records_its_fixed_settings(tuned):
-    _, storage = tuned
+    _, storage, _ = tuned
     study = optuna.load_study(study_name=NAME, storage=storage)
     assert len(study.trials) == 2
     settings = study.user_attrs[STUDY_SETTINGS_ATTR]
@@ -59,7 +68,7 @@ def test_the_study_records_its_fixed_settings(tuned):
     ],
 )
 def test_a_rerun_with_other_fixed_settings_is_refused_and_leaves_nothing(tuned, capsys, change, named):
-    folder, storage = tuned
+    folder, storage, _ = tuned
     before = files(folder)
     capsys.readouterr()
     change = dict(change)
@@ -74,7 +83,7 @@ def test_a_rerun_with_other_fixed_settings_is_refused_and_leaves_nothing(tuned, 
 
 
 def test_the_exported_entry_reruns_the_best_trial_to_its_value(tuned):
-    folder, storage = tuned
+    folder, storage, _ = tuned
     best = optuna.load_study(study_name=NAME, storage=storage).best_trial
     register()
     # the best trial again, from the exported file alone: its parameters on the file's entry, the same seeds
@@ -97,18 +106,8 @@ def test_the_exported_entry_reruns_the_best_trial_to_its_value(tuned):
     assert manager.objective(optuna.trial.FixedTrial(best.params)) == best.value
 
 
-def test_using_an_existing_study_is_said_only_of_one_that_existed(tmp_path):
-    said: list[str] = []
-    handler = logging.Handler()
-    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
-    optuna_logger = logging.getLogger("optuna")  # (Optuna's own handler writes to the stderr of its import)
-    optuna_logger.addHandler(handler)
-    try:
-        assert tune(tmp_path) == 0
-        fresh = list(said)
-        assert tune(tmp_path) == 0
-    finally:
-        optuna_logger.removeHandler(handler)
+def test_using_an_existing_study_is_said_only_of_one_that_existed(tuned):
+    _, _, (fresh, extended) = tuned
     assert any("Trial 0 finished" in message for message in fresh)  # its other lines are said
     assert not any("Using an existing study" in message for message in fresh)
-    assert any("Using an existing study" in message for message in said[len(fresh) :])
+    assert any("Using an existing study" in message for message in extended)
