@@ -79,31 +79,38 @@ def test_study_run_is_the_run_train_makes(tmp_path):
     )
 
 
-def _study_command(out) -> list[str]:
+def _study_argv(out) -> list[str]:
     # two training envs, checkpoints every 150 steps: 75 steps into a 200-step episode, so every checkpoint is
     # mid-episode and the resumed run has to replay both envs' episodes
     hyperparams = {**OVERRIDES, "n_envs": 2}
     return [
-        sys.executable, "-m", "sb3_ablation", "study", "--env", "Pendulum-v1", "--variants", "td3", "--seeds", "1",
-        "--n-timesteps", "1200", "--eval-freq", "400", "--eval-episodes", "2", "--checkpoint-freq", "150",
-        "--workers", "1", "--no-progress", "--keep-models", "--out", str(out),
-        "--hyperparams", *[f"{key}:{value!r}" for key, value in hyperparams.items()],
+        "--env", "Pendulum-v1", "--variants", "td3", "--seeds", "1", "--n-timesteps", "800", "--eval-freq", "400",
+        "--eval-episodes", "2", "--checkpoint-freq", "150", "--workers", "1", "--no-progress", "--keep-models",
+        "--out", str(out), "--hyperparams", *[f"{key}:{value!r}" for key, value in hyperparams.items()],
     ]  # fmt: skip
 
 
 def test_killed_run_resumes_to_exactly_the_uninterrupted_result(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    whole = subprocess.run(_study_command(tmp_path / "whole"), env=env, capture_output=True, text=True)
-    assert whole.returncode == 0, whole.stderr
+    from sb3_ablation.cli.study import _study_parser, config_from_args, study_main
+
+    # the uninterrupted run: the run the study command makes, here in this process (the killed run and its resumption
+    # run in a study's worker processes)
+    config = config_from_args(_study_parser().parse_args(_study_argv(tmp_path / "whole")))
+    (whole,) = make_tasks(config, config.variant_objects, resolve_hyperparams(config, config.variant_objects))
+    whole.record = str(run_path(tmp_path / "whole", "Pendulum-v1", "td3", 0).resolve())
+    record = execute_run(whole)
+    assert record["status"] == "ok", record["traceback"]
 
     killed_out = tmp_path / "killed"
-    driver = subprocess.Popen(_study_command(killed_out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = [sys.executable, "-m", "sb3_ablation", "study", *_study_argv(killed_out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    driver = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     checkpoints = RunCheckpoints(run_path(killed_out, "Pendulum-v1", "td3", 0))
     deadline = time.time() + 120
     while checkpoints.latest() is None and driver.poll() is None and time.time() < deadline:
         time.sleep(0.02)
     pointer = json.loads(checkpoints.pointer.read_text())
-    assert 150 <= pointer["timesteps"] < 1200 and pointer["timesteps"] % 400 != 0  # mid-episode
+    assert 150 <= pointer["timesteps"] < 800 and pointer["timesteps"] % 400 != 0  # mid-episode
     os.kill(pointer["pid"], signal.SIGKILL)  # the worker process, mid-run
     _, stderr = driver.communicate(timeout=120)
     assert driver.returncode == 1, stderr
@@ -111,8 +118,7 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_result(tmp_path):
     assert killed["status"] == "failed" and "died" in killed["error"]
     assert checkpoints.latest() is not None
 
-    rerun = subprocess.run(_study_command(killed_out), env=env, capture_output=True, text=True)
-    assert rerun.returncode == 0, rerun.stderr
+    assert study_main(_study_argv(killed_out)) == 0  # the same command again (its run resumes in a worker process)
     assert not checkpoints.folder.exists()  # removed once the run is done
     for seed in (0,):
         resumed = read_run(run_path(killed_out, "Pendulum-v1", "td3", seed))
@@ -121,7 +127,7 @@ def test_killed_run_resumes_to_exactly_the_uninterrupted_result(tmp_path):
         assert resumed["resumed_from"] == pointer["timesteps"]
         assert resumed["evaluations"] == reference["evaluations"] and resumed["diagnostics"] == reference["diagnostics"]
         assert resumed["value_episodes"] == reference["value_episodes"]
-        assert resumed["evaluations"]["timesteps"] == [0, 400, 800, 1200]
+        assert resumed["evaluations"]["timesteps"] == [0, 400, 800]
         resumed_model = model_path(run_path(killed_out, "Pendulum-v1", "td3", seed))
         assert_same_weights(resumed_model, model_path(run_path(tmp_path / "whole", "Pendulum-v1", "td3", seed)))
 
