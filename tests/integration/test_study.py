@@ -1,6 +1,8 @@
 """The ablation study: variants, runs end to end, resume, failures, Ray, and the report's statistics."""
 
 import os
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,14 +12,15 @@ from sb3_ablation import SWITCHES
 from sb3_ablation.study import write_report
 from sb3_ablation.study.analyse.results import load_study
 from sb3_ablation.study.analyse.statistics import outcome_statistics
-from sb3_ablation.study.plan.config import StudyError, resolve_hyperparams
+from sb3_ablation.study.plan.config import StudyConfig, StudyError, resolve_hyperparams
 from sb3_ablation.study.plan.variants import expand_preset, parse_variant, resolve_variants
 from sb3_ablation.study.render.report import status_markdown
 from sb3_ablation.study.run.overestimation import discounted_returns
 from sb3_ablation.study.run.recording import library_versions
-from sb3_ablation.study.run.runner import run_study
+from sb3_ablation.study.run.runner import StudyResult, run_study
 from sb3_ablation.study.store.manifest import open_manifest, planned_runs
 from sb3_ablation.study.store.runs import iter_runs, read_run, record_paths, run_path
+from tests.conftest import make_tiny_study
 
 
 def test_variant_presets_and_names():
@@ -38,11 +41,18 @@ def test_discounted_returns_by_hand():
     assert np.allclose(discounted_returns(np.array([1.0, 2.0, 3.0]), 0.5), [1 + 0.5 * 2 + 0.25 * 3, 2 + 0.5 * 3, 3.0])
 
 
-def test_tiny_study_end_to_end_then_resume_redoes_nothing(tmp_path, tiny_study):
-    config = tiny_study(tmp_path)
-    result = run_study(config, log=lambda _: None)
+@pytest.fixture(scope="module")
+def tiny_study_done(tmp_path_factory) -> tuple[StudyConfig, StudyResult]:
+    """The tiny study (2 variants x 2 seeds, 2 worker processes) run once, and what :func:`run_study` returned."""
+    config = make_tiny_study(tmp_path_factory.mktemp("tiny_study"))
+    return config, run_study(config, log=lambda _: None)
+
+
+def test_tiny_study_end_to_end_then_resume_redoes_nothing(tiny_study_done):
+    config, result = tiny_study_done
+    out = Path(config.out)
     assert (result.total, result.ok, result.skipped, result.failed) == (4, 4, 0, [])
-    records = list(iter_runs(tmp_path))
+    records = list(iter_runs(out))
     assert {(r["variant"], r["seed"]) for r in records} == {(v, s) for v in ("td3", "no_clipped_double_q") for s in (0, 1)}
     for record in records:
         assert record["status"] == "ok" and record["versions"]["stable_baselines3"]
@@ -50,15 +60,15 @@ def test_tiny_study_end_to_end_then_resume_redoes_nothing(tmp_path, tiny_study):
         evaluations = record["evaluations"]
         assert evaluations["timesteps"][-1] == 300 and len(evaluations["timesteps"]) >= 3
         assert all(np.isfinite(evaluations[key]).all() for key in ("mean_return", "overestimation", "relative_overestimation"))
-    report = write_report(tmp_path, reps=200)
+    report = write_report(out, reps=200)
     text = report.read_text()
     assert "| td3 |" in text and "no_clipped_double_q" in text and "IQM" in text
-    assert len(list((tmp_path / "figures").glob("*.png"))) >= 4
+    assert len(list((out / "figures").glob("*.png"))) >= 4
 
     # A killed study: one run never got written. The rerun redoes that run alone.
-    lost = run_path(tmp_path, "Pendulum-v1", "td3", 1)
+    lost = run_path(out, "Pendulum-v1", "td3", 1)
     lost.unlink()
-    kept = {path: path.stat().st_mtime_ns for path in record_paths(tmp_path)}
+    kept = {path: path.stat().st_mtime_ns for path in record_paths(out)}
     assert len(kept) == 3
     again = run_study(config, log=lambda _: None)
     assert (again.ok, again.skipped) == (1, 3)
@@ -66,10 +76,10 @@ def test_tiny_study_end_to_end_then_resume_redoes_nothing(tmp_path, tiny_study):
     assert all(path.stat().st_mtime_ns == mtime for path, mtime in kept.items())
 
 
-def test_study_refuses_a_folder_made_with_other_settings(tmp_path, tiny_study):
-    run_study(tiny_study(tmp_path, variants=["td3"], seeds=1), log=lambda _: None)
+def test_study_refuses_a_folder_made_with_other_settings(tiny_study_done):
+    config, _ = tiny_study_done
     with pytest.raises(StudyError, match="n_timesteps"):
-        run_study(tiny_study(tmp_path, variants=["td3"], seeds=1, n_timesteps=400), log=lambda _: None)
+        run_study(replace(config, n_timesteps=400), log=lambda _: None)
 
 
 def test_more_seeds_of_some_variants_plan_those_runs_alone(tmp_path, tiny_study):
@@ -112,7 +122,8 @@ def test_failing_run_is_recorded_while_the_others_finish(tmp_path, tiny_study):
 
 def test_ray_backend_on_a_local_ray(tmp_path, tiny_study):
     pytest.importorskip("ray")
-    result = run_study(tiny_study(tmp_path, variants=["td3"], backend="ray", workers=2), log=lambda _: None)
+    # one CPU: the two runs one after the other in one Ray worker (the backend is the point here, not runs side by side)
+    result = run_study(tiny_study(tmp_path, variants=["td3"], backend="ray", workers=1), log=lambda _: None)
     assert (result.ok, result.failed) == (2, [])
     assert {record["seed"] for record in iter_runs(tmp_path)} == {0, 1}
 

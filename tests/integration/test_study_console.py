@@ -17,23 +17,20 @@ def test_console_names_unreadable_records_resumes_and_warnings(tmp_path, tiny_st
     assert lines[1].startswith(f"1 run in {tmp_path}: 0 already done, 1 finished now")
     record = run_path(tmp_path, "Pendulum-v1", "td3", 0)
 
-    # a truncated record: said, and the run done again
-    record.write_bytes(record.read_bytes()[:50])
-    lines.clear()
-    assert run_study(config, log=lines.append).ok == 1
-    assert lines[0] == f"run record {record} is unreadable; the run is done again"
-    assert read_run(record)["status"] == "ok"
-
-    # a run with a checkpoint (here one whose state cannot be read: the run warns and starts over)
+    # a truncated record, and a checkpoint of the run (here one whose state cannot be read): the record is said to be
+    # unreadable and the run is done again, resumed from the checkpoint, which warns and starts over
     checkpoint = RunCheckpoints(record).folder / "step_100"
     checkpoint.mkdir(parents=True)
     shutil.copy(model_path(record), checkpoint / "model.zip")
     (checkpoint / "state.pkl").write_bytes(b"not a pickle")
     (checkpoint.parent / "latest.json").write_text(json.dumps({"folder": "step_100"}))
-    record.unlink()
+    record.write_bytes(record.read_bytes()[:50])
     lines.clear()
     again = run_study(config, log=lines.append)
     assert again.ok == 1 and again.warned == 1
-    assert lines[1] == "1 run will resume from its last checkpoint"
+    assert lines[0] == f"run record {record} is unreadable; the run is done again"
+    assert lines[1] == "1 run to do (0 of 1 already done) on 1 worker process"
+    assert lines[2] == "1 run will resume from its last checkpoint"
     assert "1 run raised warnings" in lines[-1]
+    assert read_run(record)["status"] == "ok"
     assert any("not resumed" in warning for warning in read_run(record)["warnings"])
