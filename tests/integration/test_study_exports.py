@@ -4,9 +4,7 @@ numbers exactly), and ``report --export zoo DIR``, rl-zoo's layout, which rl_zoo
 
 import csv
 import math
-import os
 import pickle
-import subprocess
 import sys
 
 import numpy as np
@@ -90,6 +88,28 @@ def report(out, *args):
     return report_main([str(out), "--reps", "100", *args])
 
 
+def all_plots(args: list[str], cwd, monkeypatch, capsys) -> str:
+    """
+    ``python -m rl_zoo3.plots.all_plots ARGS`` in ``cwd``, run in this process (it reads and writes the same files),
+    its seaborn style undone and its figures closed after it.
+
+    :return: what it printed
+    """
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from rl_zoo3.plots.all_plots import all_plots as rl_zoo_all_plots
+
+    monkeypatch.setattr(sys, "argv", ["all_plots.py", *args])
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    figures = set(plt.get_fignums())
+    with matplotlib.rc_context():  # all_plots calls seaborn.set(), which restyles matplotlib for the whole process
+        rl_zoo_all_plots()
+    for number in set(plt.get_fignums()) - figures:
+        plt.close(number)
+    return capsys.readouterr().out
+
+
 def test_every_report_writes_the_tidy_csv_of_the_records(study):
     assert report(study) == 0
     with open(study / "evaluations.csv", newline="") as file:
@@ -124,7 +144,7 @@ def test_every_report_writes_the_tidy_csv_of_the_records(study):
     assert rows[8]["clipped_double_q"] == "False" and rows[0]["clipped_double_q"] == "True"
 
 
-def test_the_zoo_export_holds_the_records_and_all_plots_reads_it(study, tmp_path, capsys):
+def test_the_zoo_export_holds_the_records_and_all_plots_reads_it(study, tmp_path, capsys, monkeypatch):
     zoo = tmp_path / "zoo"
     assert report(study, "--export", "zoo", str(zoo)) == 0
     assert f"rl-zoo export: 6 runs in {zoo}" in capsys.readouterr().out
@@ -143,25 +163,23 @@ def test_the_zoo_export_holds_the_records_and_all_plots_reads_it(study, tmp_path
         finals.setdefault(rec["variant"], []).append(rec["evaluations"]["mean_return"][-1])
 
     algos = ["td3", "no_clipped_double_q", "ref_sb3_td3"]
-    result = subprocess.run(
-        [sys.executable, "-m", "rl_zoo3.plots.all_plots", "-f", str(zoo), "-a", *algos, "-e", ENV, "-l", "study",
-         "--no-display", "-o", str(tmp_path / "plots"), "-print"],
-        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "MPLBACKEND": "Agg"}, timeout=300,
+    stdout = all_plots(
+        ["-f", str(zoo), "-a", *algos, "-e", ENV, "-l", "study", "--no-display", "-o", str(tmp_path / "plots"), "-print"],
+        tmp_path, monkeypatch, capsys,
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr
     with open(tmp_path / "plots.pkl", "rb") as file:
         plotted = pickle.load(file)[ENV]
     for variant in algos:
         curve = plotted[f"{variant.upper()}-study"]
-        assert f"{ENV}-{variant.upper()}-study: 2" in result.stdout  # it found both runs
+        assert f"{ENV}-{variant.upper()}-study: 2" in stdout  # it found both runs
         # each run's final mean return and its curve, as recorded (all_plots lists the runs in no particular order)
         assert sorted(curve["last_evals"].tolist()) == sorted(finals[variant])
         assert curve["timesteps"].tolist() == TIMESTEPS
         records = [r for r in finished_records(study) if r["variant"] == variant]
         assert sorted(curve["mean_per_eval"].T.tolist()) == sorted(r["evaluations"]["mean_return"] for r in records)
         std_error = np.std(finals[variant]) / math.sqrt(2)
-        assert f"{np.mean(finals[variant]):.0f} +/- {std_error:.0f}" in result.stdout  # its table, not 0.0
-    assert "0.0 +/- 0.0" not in result.stdout
+        assert f"{np.mean(finals[variant]):.0f} +/- {std_error:.0f}" in stdout  # its table, not 0.0
+    assert "0.0 +/- 0.0" not in stdout
 
 
 @pytest.mark.parametrize(
