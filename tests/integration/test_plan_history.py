@@ -24,10 +24,14 @@ VARIANTS = ["td3", "no_replay_buffer", "no_clipped_double_q"]
 
 
 def final_return(variant: str, seed: int) -> float:
-    """td3; no_replay_buffer far worse; no_clipped_double_q within ±1 of td3 (equivalent at Pendulum's 53.35 margin)."""
+    """
+    td3; no_replay_buffer far worse; no_clipped_double_q within ±1.1 of td3 (equivalent at Pendulum's 53.35 margin),
+    each seed's difference of its own size (tied sizes would send the Wilcoxon test to scipy's slow permutations).
+    """
     if variant == "no_replay_buffer":
         return -1500.0 + 7 * seed
-    return -150.0 - 3 * seed + (0.0 if variant == "td3" else 1.0 if seed % 2 else -1.0)
+    difference = (1.0 + seed / 100) * (1.0 if seed % 2 else -1.0)
+    return -150.0 - 3 * seed + (0.0 if variant == "td3" else difference)
 
 
 def write_record(out, variant, seed, **fields):
