@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from multiprocessing.context import BaseContext
 from typing import Any
 
 import torch as th
@@ -64,6 +65,7 @@ def worker_pool(workers: int) -> ProcessPoolExecutor:
 
     :param workers: the processes
     """
+    context: BaseContext
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(WORKER_MODULES))  # (read when the server starts: once per driver)
