@@ -11,13 +11,20 @@ TORCH_VERSION ?= 2.13.0
 define venv_with_cpu_torch
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "torch==$(TORCH_VERSION)+cpu" \
-		|| $(PY) -m pip install -q "torch==$(TORCH_VERSION)" --index-url https://download.pytorch.org/whl/cpu
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q --no-compile "torch==$(TORCH_VERSION)+cpu" \
+		|| $(PY) -m pip install -q --no-compile "torch==$(TORCH_VERSION)" --index-url https://download.pytorch.org/whl/cpu
+endef
+
+# pip compiles the installed modules' bytecode one file at a time (--no-compile above); compileall uses every core. Its
+# status is ignored, as pip ignores it: torch ships one file that only Python 3.12 compiles.
+define compile_bytecode
+	$(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null 2>&1 || true
 endef
 
 $(STAMP): pyproject.toml constraints.txt
 	$(venv_with_cpu_torch)
-	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
+	$(PY) -m pip install -q --no-compile -c constraints.txt -e ".[test]"
+	$(compile_bytecode)
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -55,7 +62,8 @@ bench: $(STAMP)
 DOCS_STAMP := $(VENV)/.docs-installed
 $(DOCS_STAMP): pyproject.toml constraints.txt
 	$(venv_with_cpu_torch)
-	$(PY) -m pip install -q -c constraints.txt -e ".[docs]"
+	$(PY) -m pip install -q --no-compile -c constraints.txt -e ".[docs]"
+	$(compile_bytecode)
 	touch $(DOCS_STAMP)
 
 docs: $(DOCS_STAMP)
