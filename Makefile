@@ -32,8 +32,8 @@ install: $(STAMP)
 # Includes the clean-install check (tests/integration/test_clean_install.py: the built wheel in a fresh venv, about two minutes
 # of one worker), the bad-input table and the notebook run; `pytest -m "not clean_install"` leaves the first out.
 # --no-loadscope-reorder: the files go to the two workers in collection order, which tests/conftest.py sets: the longest
-# files first (LONGEST_FIRST), the many short ones filling in at the end (most tests first, xdist's default, left long
-# files of few tests, such as the compiled engine's, the tuning and the clean install, to the end with one worker idle).
+# files first (LONGEST_FIRST), the many short ones filling in at the end (xdist's default, most tests first, would send
+# long files of few tests, such as the compiled engine's, the tuning and the clean install, late).
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q --durations=25
 

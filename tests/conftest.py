@@ -11,8 +11,8 @@ th.set_num_threads(1)
 
 # The files that take longest, longest first (measured with `pytest --durations=0` on 2 cores: 110 s down to 13 s). The
 # two workers take whole files in collection order (`make test`: --dist loadfile --no-loadscope-reorder), so these go
-# first and the short files fill in at the end; a long file taken last kept one worker busy for minutes while the
-# other idled. A file not listed keeps its place after them.
+# first and the short files fill in at the end (no long file starts while the other worker is about to finish). A file
+# not listed keeps its place after them.
 LONGEST_FIRST = [
     "integration/test_clean_install.py",
     "integration/test_report.py",
