@@ -8,6 +8,7 @@ records themselves; nothing here computes a statistic of returns):
 - :mod:`docs.generate.answer_key`: ``docs/answer-key.md``;
 - :mod:`docs.generate.algorithm_pages`: the results blocks of ``docs/algorithms/*.md``;
 - :mod:`docs.generate.report_fields`: how they all read a report.json (one verdict, one estimate name);
+- :mod:`docs.generate.files`: where they read and write, and the one way each writes its files or compares them;
 - ``td3_paper_table2.yml``: the TD3 paper's Table 2, data.
 
 Run from the repository's root: ``python -m docs.generate`` writes every page, ``python -m docs.generate --check``

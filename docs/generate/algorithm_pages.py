@@ -19,11 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from docs.generate.files import RESULTS, ROOT, STUDIES, write_or_check
 from docs.generate.report_fields import dig, shown_verdict
 
-ROOT = Path(__file__).resolve().parents[2]
-STUDIES = ROOT / "docs" / "studies"
-RESULTS = ROOT / "docs" / "results"
 PAGES = ROOT / "docs" / "algorithms"
 BENCHMARKS = ROOT / "benchmarks" / "results"
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -265,27 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare the pages' results blocks with a fresh generation")
     args = parser.parse_args(argv)
-    stale = []
-    for name in GENERATORS:
-        path = PAGES / name
-        text = path.read_text()
-        try:
-            new = filled(text, name)
-        except ValueError as error:
-            print(error, file=sys.stderr)
-            return 1
-        if new != text:
-            stale.append(name)
-            if not args.check:
-                path.write_text(new)
-    if args.check and stale:
-        print(
-            f"docs/algorithms/: results not what the committed reports give ({', '.join(stale)}); "
-            "run `python -m docs.generate.algorithm_pages`",
-            file=sys.stderr,
-        )
+    try:
+        fresh = {PAGES / name: filled((PAGES / name).read_text(), name) for name in GENERATORS}
+    except ValueError as error:
+        print(error, file=sys.stderr)
         return 1
-    return 0
+    return write_or_check(fresh, args.check, "python -m docs.generate.algorithm_pages")
 
 
 if __name__ == "__main__":

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import yaml
 
-from docs.generate.readme_answer import TABLE2, _interval, estimate
+from docs.generate.files import STUDIES, TABLE2
+from docs.generate.readme_answer import _interval, estimate
 from docs.generate.report_fields import dig, emphasised, number, shown_verdict
 
-ROOT = Path(__file__).resolve().parents[2]
-STUDIES = ROOT / "docs" / "studies"
 ONE_M, THREE_HUNDRED_K = "hopper-paper-1m", "hopper-paper-300k"
 ENV, PAPER_TASK, BASELINE, EARLIER = "Hopper-v5", "Hopper", "td3", 300_000
 PRIMARY = "final_window"

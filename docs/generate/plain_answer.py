@@ -28,12 +28,11 @@ import numpy as np
 import yaml
 
 from docs.generate import paper_budgets, readme_answer
+from docs.generate.files import RESULTS, TABLE2, write_or_check
 from docs.generate.readme_answer import (
     CONDITIONS,
     PRIMARY,
-    ROOT,
     SWITCHES,
-    TABLE2,
     Condition,
     Measured,
     _reports,
@@ -48,7 +47,7 @@ from sb3_ablation.study.analyse.inference import minimum_detectable_effect
 from sb3_ablation.study.analyse.sequential import nominal_alpha
 from sb3_ablation.study.render.answer_figures import ForestRow, plot_forest
 
-FIGURES = ROOT / "docs" / "results" / "figures"
+FIGURES = RESULTS / "figures"
 #: the README's answer block may not grow past this (bytes)
 README_LIMIT = 4096
 #: the tasks in the order the answer takes them: the MuJoCo tasks the TD3 paper ablated first
@@ -469,21 +468,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare the committed figures with fresh ones")
     args = parser.parse_args(argv)
-    if not args.check:
-        written = write_figures()
-        print(f"{FIGURES.relative_to(ROOT)}: {len(written)} figures")
-        return 0
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = write_figures(Path(tmp))
-        stale = [
-            p.name for p in fresh if not (FIGURES / p.name).is_file() or (FIGURES / p.name).read_bytes() != p.read_bytes()
-        ]
-    extra = sorted({p.name for p in FIGURES.glob("answer-*.png")} - {p.name for p in fresh})
-    if stale or extra:
-        print(f"{FIGURES}: not what the committed reports give ({', '.join(stale + extra)}); run "
-              "`python -m docs.generate.plain_answer`", file=sys.stderr)  # fmt: skip
-        return 1
-    return 0
+        fresh = {FIGURES / path.name: path.read_bytes() for path in write_figures(Path(tmp))}
+    gone = sorted(path for path in FIGURES.glob("answer-*.png") if path not in fresh)
+    return write_or_check(fresh, args.check, "python -m docs.generate.plain_answer", gone)
 
 
 if __name__ == "__main__":

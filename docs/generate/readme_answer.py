@@ -32,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from docs.generate.files import ROOT, STUDIES, TABLE2, write_or_check
 from docs.generate.report_fields import dig, emphasised, estimate_name, number, plan_phrase, shown_verdict, test_verdict
 from sb3_ablation.common.utils import plural
 from sb3_ablation.study.analyse.learning_region import AT_FLOOR
@@ -41,10 +42,7 @@ from sb3_ablation.study.plan.learning_rules import LearningRules, paper_referenc
 from sb3_ablation.study.render.labels import qualified_verdict
 from sb3_ablation.switches import SWITCHES
 
-ROOT = Path(__file__).resolve().parents[2]
-STUDIES = ROOT / "docs" / "studies"
 START, END = "<!-- answer:start -->", "<!-- answer:end -->"
-TABLE2 = Path(__file__).with_name("td3_paper_table2.yml")
 PRIMARY = "final_window"
 SECONDARY = {"last": "last evaluation", "auc": "area under the curve", "overestimation": "overestimation"}
 RETURN_OUTCOMES = ("final_window", "last", "auc")  # outcomes on the return scale, whose direction the primary shares
@@ -682,16 +680,7 @@ def main(argv: list[str] | None = None) -> int:
     from docs.generate import plain_answer  # the README's block is the plain answer, which reads this module's conditions
 
     new = f"{before}{START}\n{plain_answer.readme_block()}{END}{after}"
-    if args.check:
-        if new != text:
-            print(
-                f"{args.readme}: the answer block is not the one the committed reports give; "
-                "run `python -m docs.generate.readme_answer`"
-            )
-            return 1
-        return 0
-    args.readme.write_text(new)
-    return 0
+    return write_or_check({args.readme: new}, args.check, "python -m docs.generate.readme_answer")
 
 
 if __name__ == "__main__":

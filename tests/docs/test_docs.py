@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from docs.generate import algorithm_pages, answer_key, docs_results, readme_answer
+from docs.generate.files import write_or_check
 from sb3_ablation.switches import markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,6 +126,24 @@ def test_the_algorithm_pages_follow_the_reports(tmp_path, monkeypatch):
     committed = (ROOT / "docs" / "algorithms" / "ddpg.md").read_text()
     assert ddpg.split(algorithm_pages.START)[0] == committed.split(algorithm_pages.START)[0]
     assert ddpg.split(algorithm_pages.END)[1] == committed.split(algorithm_pages.END)[1]
+
+
+def test_write_or_check_compares_then_writes_text_and_bytes(tmp_path, capsys):
+    """Every generator's one way of writing: --check writes nothing and names each file that differs (a page, a
+    figure's bytes, a file no longer generated); a write brings them all in line, touching nothing else."""
+    page, figure, gone, kept = (tmp_path / name for name in ("page.md", "figure.png", "gone.png", "kept.md"))
+    page.write_text("old\n")
+    gone.write_bytes(b"old figure")
+    kept.write_text("by hand\n")
+    fresh = {page: "new\n", figure: b"\x89PNG new"}
+    assert write_or_check(fresh, True, "make it", [gone]) == 1
+    printed = capsys.readouterr().err
+    assert printed.count("\n") == 1 and all(str(path) in printed for path in (page, figure, gone)) and "make it" in printed
+    assert page.read_text() == "old\n" and not figure.exists() and gone.exists()
+    assert write_or_check(fresh, False, "make it", [gone]) == 0
+    assert page.read_text() == "new\n" and figure.read_bytes() == b"\x89PNG new" and not gone.exists()
+    assert kept.read_text() == "by hand\n"
+    assert write_or_check(fresh, True, "make it", [gone]) == 0
 
 
 def test_the_check_names_a_stale_page(tmp_path, monkeypatch):
