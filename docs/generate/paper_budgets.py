@@ -39,8 +39,12 @@ def _mean(value: float | None) -> str:
 
 def _estimate(entry: dict, env: dict | None = None, decision: dict | None = None, intervals: bool = True) -> str:
     """``unresolved HL +757 [+241, +1,278]``: :func:`readme_answer.estimate` with the verdict as its report shows it
-    (a sequential design's decision where it has one)."""
-    return estimate({**entry, "verdict_shown": shown_verdict(entry, env, decision)}, env or {}, intervals)
+    (a sequential design's decision where it has one); without intervals ``unresolved +757``, as the README's summary
+    table's cells read."""
+    shown = shown_verdict(entry, env, decision)
+    if not intervals:
+        return f"{emphasised(shown)} {number(entry['effect'])}"
+    return estimate({**entry, "verdict_shown": shown}, env or {})
 
 
 def _at_1m(one_m: dict) -> tuple[dict, dict]:
@@ -57,12 +61,13 @@ def side_by_side(one_m: dict, three_hundred_k: dict, table: dict, intervals: boo
     The table: one row per source (the paper, this study at 1M, the same runs at 300k, the 300k study), one column
     per arm (TD3's mean return over the final 10% of training; each variant's difference from TD3 with its verdict).
 
-    :param intervals: print each estimate's 95% interval (the README's shorter table leaves them to the Results page)
+    :param intervals: print each estimate's name and 95% interval (the README's shorter table leaves them to the
+        Results page)
     """
     paper = paper_effects(table)
     td3_paper = next(row[PAPER_TASK] for row in table["rows"] if row.get("variant") == BASELINE)
     env, outcome = _at_1m(one_m)
-    header = "| source | TD3 | " + " | ".join(f"removed: {v.removeprefix('no_')}" for v in VARIANTS) + " |"
+    header = "| source | TD3 | " + " | ".join(v.removeprefix("no_") for v in VARIANTS) + " |"
     rows = [header, "|---|---:|" + "---|" * len(VARIANTS)]
     rows.append(
         f"| TD3 paper, Table 2 (1M, [400, 300], 10 seeds; no interval) | {_mean(td3_paper)} | "
@@ -71,7 +76,7 @@ def side_by_side(one_m: dict, three_hundred_k: dict, table: dict, intervals: boo
     )
     seeds = env.get("seeds") or []
     rows.append(
-        f"| {ONE_M} at 1M ([64, 64], seeds {seeds[0]}-{seeds[-1]}) | {_mean(dig(outcome, 'baseline', 'mean'))} | "
+        f"| {ONE_M} at 1M (seeds {seeds[0]}-{seeds[-1]}) | {_mean(dig(outcome, 'baseline', 'mean'))} | "
         + " | ".join(
             _estimate(outcome["variants"][v], env, intervals=intervals) if v in outcome["variants"] else "—" for v in VARIANTS
         )
@@ -83,23 +88,21 @@ def side_by_side(one_m: dict, three_hundred_k: dict, table: dict, intervals: boo
         for v in VARIANTS:
             arm = described["estimates"].get(v)
             interval = _interval(arm) if arm is not None and intervals else ""
-            text = "—" if arm is None else f"HL {number(arm['estimate'])}{interval}"
+            name = "HL " if intervals else ""
+            text = "—" if arm is None else f"{name}{number(arm['estimate'])}{interval}"
             hypothesis = _earlier_hypothesis(outcome, v)
             cells.append(
                 f"{text} (declared, one-sided: {emphasised(shown_verdict(hypothesis))})"
                 if hypothesis is not None
                 else f"{text} (descriptive)"
             )
-        rows.append(
-            f"| {ONE_M} at 300k (the same runs' evaluations up to 300k) | "
-            f"{_mean(described['means'].get(BASELINE))} | " + " | ".join(cells) + " |"
-        )
+        rows.append(f"| {ONE_M} at 300k (same runs) | {_mean(described['means'].get(BASELINE))} | " + " | ".join(cells) + " |")
     old_env = three_hundred_k["envs"][ENV]
     old = old_env["outcomes"][PRIMARY]
     decisions = dig(old, "sequential", "decisions") or {}
     old_seeds = old_env.get("seeds") or []
     rows.append(
-        f"| {THREE_HUNDRED_K} ([64, 64], seeds {old_seeds[0]}-{old_seeds[-1]}) | "
+        f"| {THREE_HUNDRED_K} (seeds {old_seeds[0]}-{old_seeds[-1]}) | "
         f"{_mean(dig(old, 'baseline', 'mean'))} | "
         + " | ".join(
             _estimate(old["variants"][v], old_env, decisions.get(v), intervals) if v in old["variants"] else "—"
@@ -155,8 +158,8 @@ def section(studies: Path = STUDIES, heading: str = "###") -> list[str]:
         f"{heading} Hopper-v5 at the paper's budget, beside 300k",
         "",
         "The return of TD3 without each component minus TD3's, over the final 10% of training (TD3's own mean in its "
-        "column), from the paper and from our runs at two budgets; each verdict as its report gives it under its "
-        f"plan's error control ([{ONE_M}]({ONE_M}.md), [{THREE_HUNDRED_K}]({THREE_HUNDRED_K}.md)).",
+        "column), from the paper and from our runs ([64, 64] networks) at two budgets; each verdict as its report gives "
+        f"it under its plan's error control ([{ONE_M}]({ONE_M}.md), [{THREE_HUNDRED_K}]({THREE_HUNDRED_K}.md)).",
         "",
         *side_by_side(one_m, old, table),
         "",
@@ -171,8 +174,7 @@ def readme_lines(studies: Path = STUDIES) -> list[str]:
         return []
     return [
         "",
-        "Hopper-v5 at the paper's budget (1M) beside 300k (TD3: its mean return; the others: removed minus TD3, each "
-        "verdict as its report gives it):",
+        "Hopper-v5 at the paper's 1M beside 300k (TD3: mean return; the others: removed minus TD3, verdict as reported):",
         "",
         *side_by_side(*reports, yaml.safe_load(TABLE2.read_text()), intervals=False),
     ]

@@ -272,9 +272,12 @@ def _seeds(seeds: list[int]) -> str:
 GROUP_ORDER = ("lowers", "raises", "equivalent", BOTH_SOLVE, NEITHER_LEARNS, "unresolved")
 
 
-def condition_clause(condition: Condition, found: list[Finding], resumed_count: bool = False) -> str:
-    """One condition in a task's paragraph: TD3's progress, the components grouped by verdict, the paper's values where
-    the condition runs its settings, and (``resumed_count``) how many runs resumed from a checkpoint."""
+def condition_clause(
+    condition: Condition, found: list[Finding], resumed_count: bool = False, paper_values: bool = True
+) -> str:
+    """One condition in a task's paragraph: TD3's progress, the components grouped by verdict, (``paper_values``) the
+    paper's values where the condition runs its settings, and (``resumed_count``) how many runs resumed from a
+    checkpoint."""
     lead = found[0].measured
     fraction = dig(lead.env_entry, "learning", "budget", "fraction")
     reference = dig(lead.env_entry, "learning", "budget", "reference_budget")
@@ -303,7 +306,7 @@ def condition_clause(condition: Condition, found: list[Finding], resumed_count: 
             parts.append(f"{names}: unresolved{reach}")
         else:
             parts.append(f"{names}: {emphasised(key)}")
-    paper = paper_effects(condition.env) if condition.paper_task else {}
+    paper = paper_effects(condition.env) if condition.paper_task and paper_values else {}
     values = [f"{f.switch} {paper[f.variant]:+,.0f}" for f in found if f.variant in paper]
     if values:
         parts.append(f"the TD3 paper at 1M steps: {', '.join(values)}")
@@ -353,13 +356,18 @@ def resumed_text(groups: dict[tuple[str, str, int], list[int]]) -> str:
 
 
 def task_paragraphs(
-    conditions: list[Condition], by_condition: dict[int, list[Finding]], resumed_count: bool = False
+    conditions: list[Condition],
+    by_condition: dict[int, list[Finding]],
+    resumed_count: bool = False,
+    paper_values: bool = True,
 ) -> list[str]:
     """One paragraph per task: each of its conditions' clause (:func:`condition_clause`)."""
     lines = []
     for env in dict.fromkeys(c.env for c in conditions):
         clauses = [
-            condition_clause(c, by_condition[id(c)], resumed_count) for c in conditions if c.env == env and by_condition[id(c)]
+            condition_clause(c, by_condition[id(c)], resumed_count, paper_values)
+            for c in conditions
+            if c.env == env and by_condition[id(c)]
         ]
         if clauses:
             lines += ["", f"**{env}.** " + " ".join(clauses)]
@@ -413,6 +421,8 @@ def _all() -> tuple[list[Condition], dict[int, list[Finding]]]:
 def readme_block(link: Callable[[str], str] = lambda page: f"docs/results/{page}") -> str:
     """The README's answer: the summary table, one paragraph per task, links (at most :data:`README_LIMIT` bytes)."""
     conditions, by_condition = _all()
+    # the side-by-side table, once the 1M study has a report, gives the paper's values: the paragraphs leave them out
+    paper_table = paper_budgets.readme_lines(readme_answer.STUDIES)
     lines = [
         "Which components matter: what removing each from TD3 did to the return, per task condition (task, budget, "
         "hyperparameters).",
@@ -420,8 +430,8 @@ def readme_block(link: Callable[[str], str] = lambda page: f"docs/results/{page}
         *summary_table(conditions, by_condition),
         "",
         LEGEND,
-        *task_paragraphs(conditions, by_condition, resumed_count=True),
-        *paper_budgets.readme_lines(readme_answer.STUDIES),
+        *task_paragraphs(conditions, by_condition, resumed_count=True, paper_values=not paper_table),
+        *paper_table,
         "",
         f"Per component, a sentence with its interval; per condition, a figure; the tables behind them; each study's "
         f"report; the TD3 paper's Table 2 (1M steps, [400, 300] networks: a verdict unlike the paper's is a finding at "
