@@ -174,7 +174,7 @@ def readme_lines(studies: Path = STUDIES) -> list[str]:
         return []
     return [
         "",
-        "Hopper-v5 at the paper's 1M beside 300k (TD3: mean return; the others: removed minus TD3, verdict as reported):",
+        "Hopper-v5 at the paper's 1M beside 300k (TD3: mean return; others: removed minus TD3):",
         "",
         *side_by_side(*reports, yaml.safe_load(TABLE2.read_text()), intervals=False),
     ]

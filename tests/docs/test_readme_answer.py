@@ -182,7 +182,9 @@ def test_the_papers_rows_stand_beside_the_answer():
     lines = docs_results.paper_lines()
     header = next(line for line in lines if line.startswith("| component removed |"))
     assert header.count("paper, Hopper, 1M") == 1 and "Hopper-v5, 300k, the TD3 paper's hyperparameters" in header
-    assert "| delayed_policy_update | -897 | unresolved HL -53 | unresolved HL +757 | +58 | unresolved HL -73 |" in lines
+    row = "| delayed_policy_update | -897 | unresolved HL -53 | unresolved HL +757 | unresolved HL +354 | +58 | "
+    row += "unresolved HL -73 |"
+    assert row in lines
 
 
 def test_a_factorials_learning_region_is_shown_where_its_report_has_it(studies):
