@@ -82,3 +82,19 @@ def test_a_paper_sized_loss_outside_the_interval_points_away_from_the_budget():
     line = paper_budgets.reading(CDQ, entry, {}, -1467.43)
     assert "Not a verdict" in line and "points to the networks or a finding against the paper" in line
     assert "**" not in line
+
+
+def test_an_interval_that_excludes_0_without_a_verdict_is_read_as_an_estimate():
+    # the committed 1M report's clipped double Q: unresolved under Holm over 4, its own interval below 0
+    entry = {
+        "verdict": "unresolved",
+        "effect": -1090.2,
+        "ci": [-1592.0, -312.2],
+        "p_adjusted": 0.1484375,
+        "family_size": 4,
+        "n": 10,
+        "test": "Wilcoxon signed-rank test (Hodges-Lehmann estimate, exact interval)",
+    }
+    line = paper_budgets.reading(CDQ, entry, {}, -1467.43)
+    assert "holds both 0" not in line and "holds the paper's value and not 0" in line
+    assert "4 hypotheses" in line and "adjusted p 0.148" in line and "Not a verdict" in line and "**" not in line
