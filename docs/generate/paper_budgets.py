@@ -41,10 +41,8 @@ def _estimate(entry: dict, env: dict | None = None, decision: dict | None = None
     """``unresolved HL +757 [+241, +1,278]``: :func:`readme_answer.estimate` with the verdict as its report shows it
     (a sequential design's decision where it has one); without intervals ``unresolved +757``, as the README's summary
     table's cells read."""
-    shown = shown_verdict(entry, env, decision)
-    if not intervals:
-        return f"{emphasised(shown)} {number(entry['effect'])}"
-    return estimate({**entry, "verdict_shown": shown}, env or {})
+    shown = {**entry, "verdict_shown": shown_verdict(entry, env, decision)}
+    return estimate(shown, env or {}, interval=intervals, named=intervals)
 
 
 def _at_1m(one_m: dict) -> tuple[dict, dict]:

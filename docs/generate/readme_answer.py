@@ -215,10 +215,11 @@ def verdict_text(entry: dict, env: dict) -> str:
     return emphasised(shown_verdict(entry, env))
 
 
-def estimate(entry: dict, env: dict, interval: bool = True) -> str:
-    """``**differs** HL -27 [-307, -14]``: verdict, named estimate and (optionally) its 95% interval."""
-    name = estimate_name(entry.get("test"))
-    return f"{verdict_text(entry, env)} {name} {number(entry['effect'])}{_interval(entry) if interval else ''}"
+def estimate(entry: dict, env: dict, interval: bool = True, named: bool = True) -> str:
+    """``**differs** HL -27 [-307, -14]``: verdict, (optionally) the estimate's name, the estimate and (optionally) its
+    95% interval; ``**differs** -27`` without either, as a summary table's cell reads."""
+    name = f"{estimate_name(entry.get('test'))} " if named else ""
+    return f"{verdict_text(entry, env)} {name}{number(entry['effect'])}{_interval(entry) if interval else ''}"
 
 
 def replicates_text(answer: Measured, found: list[Measured]) -> str:
